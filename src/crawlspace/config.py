@@ -1,0 +1,162 @@
+"""One typed configuration object, built once: defaults <- TOML file <- CLI flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from crawlspace import __version__
+from crawlspace.errors import ConfigError
+
+PROJECT_URL = "https://github.com/crawlspace/crawlspace"
+DEFAULT_USER_AGENT = f"CrawlspaceBot/{__version__} (+{PROJECT_URL})"
+
+Scope = Literal["host", "domain", "any"]
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True)
+class ResolveOverride:
+    """``--resolve HOST:PORT:ADDR``, as in curl: connect to ADDR instead of asking DNS."""
+
+    host: str
+    port: int
+    address: str
+
+    @classmethod
+    def parse(cls, text: str) -> ResolveOverride:
+        host, sep1, rest = text.partition(":")
+        port_text, sep2, address = rest.partition(":")
+        if not (sep1 and sep2 and host and port_text.isdigit() and address):
+            raise ConfigError(f"--resolve {text!r}: expected HOST:PORT:ADDRESS, e.g. example.com:443:127.0.0.1")
+        address = address.strip("[]")
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise ConfigError(f"--resolve {text!r}: {address!r} is not an IP address") from None
+        return cls(host.lower(), int(port_text), address)
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    user_agent: str = DEFAULT_USER_AGENT
+    scope: Scope = "domain"
+    allow_hosts: tuple[str, ...] = ()
+    max_pages: int | None = None
+    max_depth: int = 10
+    max_pages_per_host: int | None = None
+    max_url_length: int = 2048
+    min_delay: float = 1.0
+    delay_factor: float = 10.0
+    max_in_flight_per_host: int = 1
+    concurrency: int = 32
+    duration: float | None = None
+    allow_nets: tuple[str, ...] = ()
+    resolve: tuple[ResolveOverride, ...] = ()
+    # Fetch limits against untrusted servers.
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 60.0
+    max_body_bytes: int = 10 * MIB
+    max_decompressed_bytes: int = 50 * MIB
+    max_redirects: int = 5
+    max_attempts: int = 3
+    follow_nofollow: bool = False
+    # robots.txt (RFC 9309).
+    robots_max_bytes: int = 512 * KIB
+    robots_cache_seconds: float = 24 * 3600.0
+    robots_retry_delay: float = 60.0
+    robots_max_attempts: int = 3
+    max_crawl_delay: float = 30.0
+    # DNS cache: getaddrinfo exposes no TTL, so positive answers live this long (see fetch/dns.py).
+    dns_cache_seconds: float = 300.0
+    dns_negative_seconds: float = 30.0
+    # Output.
+    warc_max_bytes: int = 1024 * MIB
+    progress: bool = True
+
+    @property
+    def product_token(self) -> str:
+        """RFC 9309 §2.2.1: the robots product token is the User-Agent up to the first '/'."""
+        return self.user_agent.split("/", 1)[0].split()[0] if self.user_agent.strip() else "*"
+
+    @property
+    def lease_seconds(self) -> float:
+        """A lease must outlive the longest fetch, or a slow fetch would let a second one start."""
+        return self.total_timeout + 60.0
+
+    def __post_init__(self) -> None:
+        if self.scope not in get_args(Scope):
+            raise ConfigError(f"scope must be one of host, domain, any (got {self.scope!r})")
+        for name in ("min_delay", "delay_factor", "connect_timeout", "read_timeout", "total_timeout"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0 (got {getattr(self, name)})")
+        for name in ("max_depth", "max_url_length", "concurrency", "max_in_flight_per_host",
+                     "max_redirects", "max_attempts", "robots_max_attempts"):
+            if getattr(self, name) < 1 and name != "max_depth":
+                raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
+        if self.max_depth < 0:
+            raise ConfigError(f"max_depth must be >= 0 (got {self.max_depth})")
+        if self.robots_max_bytes < 500 * KIB:
+            raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
+        for net in self.allow_nets:
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError:
+                raise ConfigError(f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8") from None
+
+    def replace(self, **changes: Any) -> CrawlConfig:
+        return dataclasses.replace(self, **changes)
+
+
+_FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
+_TUPLE_FIELDS = {"allow_hosts", "allow_nets", "resolve"}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name == "resolve":
+        items = [value] if isinstance(value, str) else list(value)
+        return tuple(v if isinstance(v, ResolveOverride) else ResolveOverride.parse(v) for v in items)
+    if name in _TUPLE_FIELDS:
+        return (value,) if isinstance(value, str) else tuple(value)
+    return value
+
+
+def build_config(config_file: Path | None = None, **overrides: Any) -> CrawlConfig:
+    """Defaults, then the TOML file's ``[crawl]`` table (or top level), then non-None overrides."""
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {config_file} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
+        table = data.get("crawl", data)
+        for key, value in table.items():
+            name = key.replace("-", "_")
+            if name not in _FIELD_NAMES:
+                raise ConfigError(f"config file {config_file}: unknown setting {key!r}")
+            values[name] = _coerce(name, value)
+    for name, value in overrides.items():
+        if name not in _FIELD_NAMES:
+            raise ConfigError(f"unknown setting {name!r}")
+        if value is None or (name in _TUPLE_FIELDS and value == ()):
+            continue
+        if name in _TUPLE_FIELDS and name in values:
+            values[name] = values[name] + _coerce(name, value)
+        else:
+            values[name] = _coerce(name, value)
+    try:
+        return CrawlConfig(**values)
+    except TypeError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+
+
+__all__ = ["DEFAULT_USER_AGENT", "CrawlConfig", "ResolveOverride", "build_config"]

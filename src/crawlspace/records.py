@@ -1,0 +1,99 @@
+"""Plain records passed between the crawl stages and the store. No behaviour, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class LeaseKind(StrEnum):
+    PAGE = "page"
+    ROBOTS = "robots"
+
+
+@dataclass(frozen=True, slots=True)
+class UrlCandidate:
+    """A normalized URL on its way into the frontier (seed, link, redirect target, sitemap entry)."""
+
+    url: str
+    host_key: str
+    depth: int
+    priority: int = 0  # lower is leased first
+    redirect_hops: int = 0
+    source: str = "link"
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to make one request to one host. Holding it holds the host's politeness token."""
+
+    kind: LeaseKind
+    lease_id: str
+    host_key: str
+    url: str
+    url_id: int
+    version: int
+    attempt: int
+    depth: int
+    redirect_hops: int
+    expires_at: float
+    etag: str | None = None
+    last_modified: str | None = None
+    crawl_delay: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRecord:
+    """What one HTTP exchange produced, as stored in ``fetches`` and exported."""
+
+    url: str
+    final_url: str
+    status: int
+    fetched_at: float
+    duration_ms: float
+    content_type: str | None
+    bytes: int
+    truncated: bool
+    content_sha256: str | None
+    warc_file: str | None
+    warc_offset: int | None
+    warc_length: int | None
+    text_sha256: str | None = None
+    noindex: bool = False
+    canonical: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRecord:
+    to_url: str
+    nofollow: bool
+
+
+@dataclass(slots=True)
+class Completion:
+    """How a page lease ends. ``state`` is the URL's next state (queued means: retry later)."""
+
+    state: str
+    reason: str | None = None
+    fetch: FetchRecord | None = None
+    links: list[LinkRecord] = field(default_factory=list)
+    discovered: list[UrlCandidate] = field(default_factory=list)
+    rejections: dict[str, int] = field(default_factory=dict)
+    # None: no request was made, so the host's next-allowed time does not move.
+    next_allowed_at: float | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRecord:
+    """A host's robots.txt as fetched (RFC 9309 §2.3.1): the verdict class and the body."""
+
+    host_key: str
+    status: int | None  # None: network error or timeout
+    outcome: str  # "rules" | "allow_all" | "disallow_all"
+    body: bytes
+    fetched_at: float
+    expires_at: float
+    attempts: int = 0
+    error: str | None = None

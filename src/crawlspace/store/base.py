@@ -1,0 +1,89 @@
+"""The store interface: per-host atomic operations, so a Redis Cluster backend can implement it
+with one server-side script per operation on the host's own hash slot.
+
+Every method takes ``now`` from the caller: stores never read a clock, so they run on virtual time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierLimits:
+    """Host-level limits the frontier enforces atomically with the lease."""
+
+    max_in_flight_per_host: int = 1
+    max_pages_per_host: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    added: int
+    already_seen: int
+    rejected: dict[str, int]
+
+
+class Frontier(Protocol):
+    """The scheduling core shared by the pure in-memory scheduler and every durable store.
+
+    Invariants (checked by tests/conformance): a lease takes the host's token; no host ever has more
+    than ``max_in_flight_per_host`` leases; no lease is granted before the host's next-allowed time;
+    a completion or release that does not match the current lease changes nothing and returns False.
+    """
+
+    def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        """Enqueue each URL that was never seen; seen URLs are counted, never enqueued twice."""
+        ...
+
+    def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+        """Grant up to ``limit`` leases from hosts whose next-allowed time is <= now.
+
+        A host whose robots.txt is unknown or stale yields a ROBOTS lease before any page lease.
+        """
+        ...
+
+    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+        """Finish a page lease. Idempotent: a stale/duplicate completion returns False."""
+        ...
+
+    def release(self, lease: Lease, now: float) -> bool:
+        """Give a lease back unused (shutdown): the URL is queued again, the host's clock unchanged."""
+        ...
+
+    def expire_leases(self, now: float) -> int:
+        """Return leases whose expiry passed to their host queues and give the tokens back."""
+        ...
+
+    def next_ready_at(self) -> float | None:
+        """Earliest next-allowed time of a host with leasable work; None when nothing is leasable."""
+        ...
+
+    def in_flight(self) -> int:
+        """Leases currently granted and not completed, released or expired."""
+        ...
+
+    def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
+        """Finish a ROBOTS lease: store the record (refetched after ``record.expires_at``)."""
+        ...
+
+    def robots(self, host_key: str) -> RobotsRecord | None:
+        ...
+
+
+class Store(Frontier, Protocol):
+    """A durable frontier plus the crawl's metadata (fetches, links, robots, counters)."""
+
+    def count_rejections(self, rejections: dict[str, int]) -> None:
+        ...
+
+    def recover(self, now: float) -> int:
+        """At start-up of the single owner: return every lease of a dead process to its queue."""
+        ...
+
+    def close(self) -> None:
+        ...
