@@ -78,6 +78,8 @@ class Completion:
     fetch: FetchRecord | None = None
     links: list[LinkRecord] = field(default_factory=list)
     discovered: list[UrlCandidate] = field(default_factory=list)
+    # URLs refused at the frontier's entry, kept so `export --what urls` can say why: (url, reason).
+    excluded: list[tuple[str, str]] = field(default_factory=list)
     rejections: dict[str, int] = field(default_factory=dict)
     # None: no request was made, so the host's next-allowed time does not move.
     next_allowed_at: float | None = None

@@ -1,0 +1,153 @@
+"""The `crawlspace` command. Each subcommand is a few lines over a library call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from crawlspace import __version__
+from crawlspace.config import build_config
+from crawlspace.errors import CrawlspaceError
+
+
+def _crawl_options(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--config", type=Path, help="TOML file with crawl settings (flags override it)")
+    add("--user-agent", help="User-Agent; the robots product token is the part before '/'")
+    add("--scope", choices=["host", "domain", "any"], help="which discovered URLs to follow")
+    add("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
+        help="add a host to the scope (repeatable)")
+    add("--max-pages", type=int, help="stop after this many fetched pages")
+    add("--max-depth", type=int, help="links deeper than this are not followed (default 10)")
+    add("--max-pages-per-host", type=int, help="admit at most this many URLs per host")
+    add("--max-url-length", type=int, help="longer URLs are dropped (default 2048)")
+    add("--min-delay", type=float, help="minimum seconds between requests to a host (default 1)")
+    add("--delay-factor", type=float,
+        help="gap after a fetch = max(min-delay, factor x its duration) (default 10)")
+    add("--concurrency", type=int, help="total fetches in flight")
+    add("--duration", type=float, metavar="SECONDS", help="stop gracefully after this long")
+    add("--allow-net", action="append", default=[], metavar="CIDR",
+        help="allow fetching from this network, e.g. 127.0.0.0/8 (repeatable)")
+    add("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR",
+        help="use ADDR for HOST:PORT instead of DNS, like curl (repeatable)")
+    add("-q", "--quiet", action="store_true", help="no progress line, warnings only")
+    add("-v", "--verbose", action="store_true", help="debug logging")
+    add("--log-json", action="store_true", help="structured JSON log lines on stderr")
+
+
+def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
+    overrides = {
+        "user_agent": args.user_agent, "scope": args.scope, "allow_hosts": tuple(args.allow_host),
+        "max_pages": args.max_pages, "max_depth": args.max_depth,
+        "max_pages_per_host": args.max_pages_per_host, "max_url_length": args.max_url_length,
+        "min_delay": args.min_delay, "delay_factor": args.delay_factor,
+        "concurrency": args.concurrency, "duration": args.duration,
+        "allow_nets": tuple(args.allow_net), "resolve": tuple(args.resolve),
+    }
+    overrides.update(extra)
+    return build_config(args.config, **overrides)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps({"ts": record.created, "level": record.levelname,
+                           "logger": record.name, "msg": record.getMessage()})
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    if getattr(args, "log_json", False):
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+def _cmd_crawl(args: argparse.Namespace) -> int:
+    from crawlspace.runner import print_summary, run_crawl
+
+    seeds = list(args.seeds)
+    if args.seeds_file:
+        seeds += [line.strip() for line in args.seeds_file.read_text().splitlines()
+                  if line.strip() and not line.startswith("#")]
+    config = _config_from(args, progress=not args.quiet)
+    summary = run_crawl(config, args.out, seeds)
+    print_summary(args.out, summary)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from crawlspace.demo.run import run_demo
+
+    return run_demo(args.out, quiet=args.quiet)
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from crawlspace.report import crawl_stats
+    from crawlspace.runner import print_stats
+
+    stats = crawl_stats(args.dir)
+    if args.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        print_stats(stats)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from crawlspace.export import write_export
+
+    write_export(args.dir, args.what, args.format, sys.stdout)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crawlspace", description="A polite, crash-safe crawler.")
+    parser.add_argument("--version", action="version", version=f"crawlspace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    crawl = sub.add_parser("crawl", help="crawl from seed URLs into an output directory")
+    crawl.add_argument("seeds", nargs="*", metavar="SEED_URL")
+    crawl.add_argument("--out", type=Path, required=True, help="crawl directory (resumable)")
+    crawl.add_argument("--seeds", dest="seeds_file", type=Path, help="file with one seed per line")
+    _crawl_options(crawl)
+    crawl.set_defaults(func=_cmd_crawl)
+
+    demo = sub.add_parser("demo", help="crawl a bundled sample web on loopback, offline")
+    demo.add_argument("--out", type=Path, default=Path("crawlspace-demo"))
+    demo.add_argument("-q", "--quiet", action="store_true")
+    demo.add_argument("-v", "--verbose", action="store_true")
+    demo.set_defaults(func=_cmd_demo)
+
+    stats = sub.add_parser("stats", help="summarize a crawl directory")
+    stats.add_argument("dir", type=Path)
+    stats.add_argument("--json", action="store_true")
+    stats.set_defaults(func=_cmd_stats, quiet=True, verbose=False)
+
+    export = sub.add_parser("export", help="write urls, fetches or links, one record per line")
+    export.add_argument("dir", type=Path)
+    export.add_argument("--what", required=True, choices=["urls", "fetches", "links"])
+    export.add_argument("--format", default="jsonl", choices=["jsonl", "csv"])
+    export.set_defaults(func=_cmd_export, quiet=True, verbose=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args)
+    try:
+        return int(args.func(args))
+    except CrawlspaceError as exc:
+        print(f"crawlspace: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""The wiring: frontier -> robots -> fetch -> store -> parse -> discovery -> frontier.
+
+A single dispatcher leases from the store whenever a fetch slot is free, runs each lease as a task
+(``visit.py``), and commits each outcome in one store transaction after its WARC record is
+flushed. State lives in the store, so a killed crawl resumes from ``crawl.db`` alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crawlspace import __version__
+from crawlspace.clock import Clock, SystemClock
+from crawlspace.config import CrawlConfig
+from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
+from crawlspace.discovery.scope import Scope
+from crawlspace.errors import ConfigError, OutputDirError
+from crawlspace.fetch.transport import Transport
+from crawlspace.processors import ContentProcessor, ProcessorRegistry
+from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
+from crawlspace.robots import RobotsTxt
+from crawlspace.robots.policy import DISALLOW_ALL, UNAVAILABLE_ERROR, rules_for
+from crawlspace.store.base import FrontierLimits
+from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.warc import WarcWriter, recover_open_files
+from crawlspace.visit import Visitor
+
+log = logging.getLogger("crawlspace.crawl")
+
+# How long the dispatcher sleeps at most when nothing is ready: bounds the reaction time to
+# expiring leases and stop requests without busy-waiting.
+MAX_IDLE_WAIT = 0.5
+EXPIRE_EVERY = 5.0
+
+
+@dataclass
+class CrawlSummary:
+    stop_reason: str
+    pages: int = 0
+    robots_fetches: int = 0
+    errors: int = 0
+    elapsed: float = 0.0
+    out_dir: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class Crawler:
+    """Run a crawl from Python::
+
+        crawler = Crawler(CrawlConfig(max_pages=100), "out")
+        crawler.add_seeds(["https://example.com/"])
+        summary = crawler.run()
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        out_dir: str | Path,
+        *,
+        clock: Clock | None = None,
+        transport: Transport | None = None,
+        filters: Sequence[UrlFilter] = (),
+    ) -> None:
+        self.config = config
+        self.out_dir = Path(out_dir)
+        self.clock = clock or SystemClock()
+        self._transport = transport
+        self.processors = ProcessorRegistry()
+        self._lock_fd = self._lock_out_dir()
+        self.store = SqliteStore(
+            self.out_dir / "crawl.db",
+            FrontierLimits(config.max_in_flight_per_host, config.max_pages_per_host),
+        )
+        self.scope = Scope(config.scope, self._stored_seeds(), config.allow_hosts)
+        self.discovery = Discovery(
+            EntryRules(config.max_depth, config.max_url_length, config.follow_nofollow),
+            self.scope,
+            filters,
+        )
+        self._robots_cache: dict[str, tuple[RobotsRecord, RobotsTxt]] = {}
+        self._stop_reason: str | None = None
+        self._wake = asyncio.Event()
+        self.pages_done = 0
+        self.errors = 0
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def _lock_out_dir(self) -> int:
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.out_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise OutputDirError(f"cannot use output directory {self.out_dir}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputDirError(
+                f"{self.out_dir} is in use by another crawl (lock file {self.out_dir / '.lock'})"
+            ) from None
+        return fd
+
+    def _stored_seeds(self) -> list[str]:
+        rows = self.store._db.execute("SELECT url FROM urls WHERE source = 'seed'").fetchall()
+        return [str(row[0]) for row in rows]
+
+    def add_seeds(self, urls: Iterable[str]) -> int:
+        """Normalize and enqueue seeds; each seed's host (or domain) joins the scope."""
+        candidates = []
+        for raw in urls:
+            candidate, reason = self.discovery.admit_one(raw.strip(), depth=0, source="seed")
+            if candidate is None:
+                raise ConfigError(f"seed {raw!r} is not a usable http(s) URL ({reason})")
+            self.scope.add_seed(candidate.url)
+            candidate, _ = self.discovery.admit_one(candidate.url, depth=0, source="seed")
+            assert candidate is not None
+            candidates.append(candidate)
+        return self.store.add(candidates, self.clock.now()).added
+
+    def register_processor(self, mime_type: str, processor: ContentProcessor) -> None:
+        self.processors.register(mime_type, processor)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def run(self) -> CrawlSummary:
+        return asyncio.run(self.run_async())
+
+    def run_with_progress(self, progress: object) -> CrawlSummary:
+        return asyncio.run(self.run_async(progress))
+
+    def request_stop(self, reason: str = "signal") -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        self._wake.set()
+
+    async def run_async(self, progress: object | None = None) -> CrawlSummary:
+        self._wake = asyncio.Event()
+        started = time.monotonic()
+        recovered = self.store.recover(self.clock.now())
+        if recovered:
+            log.info("returned %d leases of an earlier run to their queues", recovered)
+        warc_dir = self.out_dir / "warc"
+        for fixed in recover_open_files(warc_dir):
+            log.info("recovered WARC file %s", fixed)
+        warc = WarcWriter(warc_dir, max_bytes=self.config.warc_max_bytes,
+                          software=f"crawlspace/{__version__}")
+        transport = self._transport or self._default_transport()
+        visitor = Visitor(self.config, transport, warc, self.discovery, self.processors)
+        loop = asyncio.get_running_loop()
+        installed = self._install_signal_handlers(loop)
+        try:
+            await self._dispatch(visitor, started, progress)
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            if self._transport is None:
+                await transport.close()
+            warc.close()
+            self.store.set_meta("last_run_ended_at", str(self.clock.now()))
+        return CrawlSummary(
+            stop_reason=self._stop_reason or "done",
+            pages=self.pages_done,
+            errors=self.errors,
+            elapsed=time.monotonic() - started,
+            out_dir=str(self.out_dir),
+        )
+
+    def _default_transport(self) -> Transport:
+        from crawlspace.fetch.aiohttp_transport import AiohttpTransport
+
+        return AiohttpTransport(self.config)
+
+    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+        return installed
+
+    def _on_signal(self, sig: int) -> None:
+        if self._stop_reason is not None:
+            log.warning("second signal: abandoning in-flight fetches (their leases are released)")
+            self._abandon = True
+        self.request_stop(signal.Signals(sig).name.lower())
+
+    async def _dispatch(self, visitor: Visitor, started: float, progress: object | None) -> None:
+        config = self.config
+        tasks: dict[asyncio.Task[None], Lease] = {}
+        self._abandon = False
+        fetched_before = self.store.fetched_pages()
+        last_expire = 0.0
+        while True:
+            now = self.clock.now()
+            if config.duration is not None and time.monotonic() - started >= config.duration:
+                self.request_stop("duration")
+            if config.max_pages is not None and self.store.fetched_pages() >= config.max_pages:
+                self.request_stop("max_pages")
+            if self._stop_reason is not None:
+                break
+            if now - last_expire >= EXPIRE_EVERY:
+                self.store.expire_leases(now)
+                last_expire = now
+            free = config.concurrency - len(tasks)
+            if config.max_pages is not None:
+                free = min(free, config.max_pages - fetched_before - self.pages_done - len(tasks))
+            leases = self.store.lease(now, free, config.lease_seconds) if free > 0 else []
+            for lease in leases:
+                task = asyncio.create_task(self._run_lease(visitor, lease))
+                tasks[task] = lease
+                task.add_done_callback(lambda t: (tasks.pop(t, None), self._wake.set()))
+            if progress is not None:
+                progress.update(self, len(tasks))  # type: ignore[attr-defined]
+            if leases:
+                await asyncio.sleep(0)
+                continue
+            next_ready = self.store.next_ready_at()
+            if next_ready is None and not tasks:
+                self.request_stop("done")
+                break
+            wait = MAX_IDLE_WAIT if next_ready is None else min(MAX_IDLE_WAIT, next_ready - now)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.001))
+        await self._drain(tasks)
+
+    async def _drain(self, tasks: dict[asyncio.Task[None], Lease]) -> None:
+        """Let in-flight fetches finish (bounded by the total timeout), then release the rest."""
+        if tasks:
+            deadline = self.config.total_timeout + 5.0
+            _, pending = await asyncio.wait(set(tasks), timeout=deadline)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+        now = self.clock.now()
+        for lease in list(tasks.values()):
+            self.store.release(lease, now)
+
+    async def _run_lease(self, visitor: Visitor, lease: Lease) -> None:
+        try:
+            if lease.kind is LeaseKind.ROBOTS:
+                previous = self.store.robots(lease.host_key)
+                visit = await visitor.visit_robots(lease, previous)
+                if self.store.complete_robots(lease, visit.record, visit.next_allowed_at):
+                    self._robots_cache[lease.host_key] = (visit.record, rules_for(visit.record))
+                return
+            record, rules = self._robots_for(lease.host_key)
+            if record.outcome == DISALLOW_ALL and record.error != UNAVAILABLE_ERROR:
+                # robots.txt is only temporarily unreachable: wait for its retry, exclude nothing.
+                self.store.release(lease, self.clock.now())
+                return
+            robots_ok = record.error != UNAVAILABLE_ERROR or record.outcome != DISALLOW_ALL
+            completion = await visitor.visit_page(lease, rules, robots_ok)
+            self._commit(lease, completion)
+        except asyncio.CancelledError:
+            self.store.release(lease, self.clock.now())
+            raise
+        except Exception:
+            self.errors += 1
+            log.exception("visit of %s failed; its lease is released", lease.url)
+            self.store.release(lease, self.clock.now())
+
+    def _commit(self, lease: Lease, completion: Completion) -> None:
+        if self.store.complete(lease, completion, self.clock.now()) and completion.fetch:
+            self.pages_done += 1
+            if completion.fetch.status >= 400:
+                self.errors += 1
+        elif completion.state == "failed":
+            self.errors += 1
+
+    def _robots_for(self, host_key: str) -> tuple[RobotsRecord, RobotsTxt]:
+        cached = self._robots_cache.get(host_key)
+        record = self.store.robots(host_key) if cached is None else cached[0]
+        if record is None:
+            # The frontier grants page leases only after robots.txt completed for the host.
+            raise RuntimeError(f"page lease for {host_key} before its robots.txt was fetched")
+        if cached is None or cached[0] is not record:
+            cached = (record, rules_for(record))
+            self._robots_cache[host_key] = cached
+        return cached
+
+    def close(self) -> None:
+        self.store.close()
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)

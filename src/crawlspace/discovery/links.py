@@ -1,0 +1,106 @@
+"""The entry to the frontier: raw links in, normalized candidates and counted rejections out. Pure.
+
+Every URL that reaches the store passes here (seeds, links, redirect targets, sitemap entries), so
+normalization, scope, depth, length and user filters are applied exactly once and the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from crawlspace.discovery.scope import Scope
+from crawlspace.records import LinkRecord, UrlCandidate
+from crawlspace.urls import host_key, normalize_with_reason
+
+# A URL filter answers None to keep a URL or a short reason slug to drop it (counted by reason).
+UrlFilter = Callable[[str], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRules:
+    max_depth: int = 10
+    max_url_length: int = 2048
+    follow_nofollow: bool = False
+
+
+@dataclass(slots=True)
+class Admission:
+    """What one page's links turned into."""
+
+    candidates: list[UrlCandidate] = field(default_factory=list)
+    excluded: list[tuple[str, str]] = field(default_factory=list)
+    links: list[LinkRecord] = field(default_factory=list)
+    rejections: Counter[str] = field(default_factory=Counter)
+
+
+class Discovery:
+    def __init__(
+        self, rules: EntryRules, scope: Scope, filters: Sequence[UrlFilter] = ()
+    ) -> None:
+        self.rules = rules
+        self.scope = scope
+        self.filters = list(filters)
+
+    def admit_one(
+        self, url: str, *, depth: int, source: str, redirect_hops: int = 0, base: str | None = None
+    ) -> tuple[UrlCandidate | None, str | None]:
+        """Normalize and check one URL; returns (candidate, None) or (None, reason)."""
+        normalized, reason = normalize_with_reason(url, base)
+        if normalized is None:
+            return None, reason or "invalid_url"
+        if len(normalized) > self.rules.max_url_length:
+            return None, "url_length"
+        reason = self.scope.reason(normalized)
+        if reason is None and depth > self.rules.max_depth:
+            reason = "depth"
+        if reason is None:
+            for url_filter in self.filters:
+                reason = url_filter(normalized)
+                if reason is not None:
+                    break
+        if reason is not None:
+            return UrlCandidate(normalized, host_key(normalized), depth, source=source), reason
+        return (
+            UrlCandidate(
+                normalized,
+                host_key(normalized),
+                depth,
+                priority=depth,
+                redirect_hops=redirect_hops,
+                source=source,
+            ),
+            None,
+        )
+
+    def admit_links(
+        self,
+        links: Iterable[tuple[str, bool]],
+        *,
+        base_url: str,
+        parent_depth: int,
+        page_nofollow: bool,
+    ) -> Admission:
+        """``links`` are (raw href, nofollow) pairs in document order."""
+        out = Admission()
+        seen: set[str] = set()
+        depth = parent_depth + 1
+        for href, nofollow in links:
+            candidate, reason = self.admit_one(href, depth=depth, source="link", base=base_url)
+            if candidate is None:
+                out.rejections[reason or "invalid_url"] += 1
+                continue
+            if candidate.url in seen:
+                continue
+            seen.add(candidate.url)
+            not_followed = (nofollow or page_nofollow) and not self.rules.follow_nofollow
+            out.links.append(LinkRecord(candidate.url, nofollow or page_nofollow))
+            if not_followed:
+                out.rejections["nofollow"] += 1
+            elif reason is not None:
+                out.rejections[reason] += 1
+                out.excluded.append((candidate.url, reason))
+            else:
+                out.candidates.append(candidate)
+        return out

@@ -1,0 +1,66 @@
+"""`crawlspace export`: one record per line from crawl.db, as JSON Lines or CSV."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from crawlspace.errors import ConfigError
+from crawlspace.report import open_crawl_db
+from crawlspace.urls import host_key
+
+QUERIES = {
+    "urls": (
+        "SELECT u.url, h.host_key, u.depth, u.state, u.reason, u.version, u.attempts,"
+        " u.source, u.discovered_at, u.updated_at, u.etag, u.last_modified"
+        " FROM urls u LEFT JOIN hosts h ON h.id = u.host_id ORDER BY u.id"
+    ),
+    "fetches": (
+        "SELECT url, final_url, status, fetched_at, duration_ms, content_type, bytes, truncated,"
+        " content_sha256, text_sha256, noindex, canonical, warc_file, warc_offset, warc_length,"
+        " version FROM fetches ORDER BY id"
+    ),
+    "links": (
+        "SELECT f.url AS from_url, l.to_url, l.nofollow FROM links l"
+        " JOIN fetches f ON f.id = l.fetch_id ORDER BY l.rowid"
+    ),
+}
+FORMATS = ("jsonl", "csv")
+
+
+def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
+    if what not in QUERIES:
+        raise ConfigError(f"--what {what!r}: choose one of {', '.join(QUERIES)}")
+    db = open_crawl_db(out_dir)
+    try:
+        for row in db.execute(QUERIES[what]):
+            record = dict(row)
+            if what == "urls" and record["host_key"] is None:
+                # URLs excluded at the frontier's entry have no host row.
+                record["host_key"] = host_key(record["url"])
+            for flag in ("truncated", "noindex", "nofollow"):
+                if flag in record:
+                    record[flag] = bool(record[flag])
+            yield record
+    finally:
+        db.close()
+
+
+def write_export(out_dir: Path | str, what: str, fmt: str, stream: TextIO) -> int:
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    count = 0
+    writer: csv.DictWriter[str] | None = None
+    for record in iter_records(out_dir, what):
+        if fmt == "jsonl":
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            if writer is None:
+                writer = csv.DictWriter(stream, fieldnames=list(record))
+                writer.writeheader()
+            writer.writerow(record)
+        count += 1
+    return count

@@ -1,0 +1,61 @@
+"""Content processors, chosen by MIME type: a fetched body in, links and text out.
+
+HTML is built in; users register others (``Crawler.register_processor("application/pdf", ...)``).
+A processor is a plain synchronous function so it can run in a worker thread or process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from crawlspace.parse.html import extract
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedContent:
+    base_url: str
+    links: list[tuple[str, bool]] = field(default_factory=list)  # (raw href, nofollow)
+    text: str | None = None
+    canonical: str | None = None
+    noindex: bool = False
+    nofollow: bool = False
+
+
+class ContentProcessor(Protocol):
+    def __call__(
+        self, body: bytes, *, url: str, content_type: str | None, product_token: str
+    ) -> ProcessedContent: ...
+
+
+def process_html(
+    body: bytes, *, url: str, content_type: str | None, product_token: str
+) -> ProcessedContent:
+    page = extract(body, base_url=url, content_type=content_type, product_token=product_token)
+    return ProcessedContent(
+        base_url=page.base_url,
+        links=[(link.href, link.nofollow) for link in page.links],
+        text=page.text,
+        canonical=page.canonical,
+        noindex=page.directives.noindex,
+        nofollow=page.directives.nofollow,
+    )
+
+
+class ProcessorRegistry:
+    """Maps a MIME type (``text/html``) or a major type (``text/*``) to a processor."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[str, ContentProcessor] = {
+            "text/html": process_html,
+            "application/xhtml+xml": process_html,
+        }
+
+    def register(self, mime_type: str, processor: ContentProcessor) -> None:
+        self._by_type[mime_type.lower()] = processor
+
+    def for_content_type(self, content_type: str | None) -> ContentProcessor | None:
+        if not content_type:
+            return None
+        mime = content_type.split(";", 1)[0].strip().lower()
+        return self._by_type.get(mime) or self._by_type.get(mime.split("/", 1)[0] + "/*")

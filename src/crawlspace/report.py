@@ -1,0 +1,66 @@
+"""Read-side views of a crawl directory: the summary behind `crawlspace stats` and the demo."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from crawlspace.errors import OutputDirError
+
+
+def open_crawl_db(out_dir: Path | str) -> sqlite3.Connection:
+    """Open ``DIR/crawl.db`` for reading (safe while a crawl is writing it: WAL readers)."""
+    path = Path(out_dir) / "crawl.db"
+    if not path.is_file():
+        raise OutputDirError(f"{out_dir} holds no crawl (no {path}); run `crawlspace crawl` first")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
+    db = open_crawl_db(out_dir)
+    try:
+        one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
+        states = dict(db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state").fetchall())
+        reasons = dict(
+            db.execute(
+                "SELECT state || ':' || reason, COUNT(*) FROM urls WHERE reason IS NOT NULL"
+                " AND state IN ('excluded', 'failed') GROUP BY state, reason"
+            ).fetchall()
+        )
+        statuses = {
+            str(k): v
+            for k, v in db.execute(
+                "SELECT status, COUNT(*) FROM fetches GROUP BY status ORDER BY status"
+            ).fetchall()
+        }
+        rejections = {
+            name.removeprefix("rejected."): value
+            for name, value in db.execute("SELECT name, value FROM counters ORDER BY name")
+        }
+        pages = one("SELECT COUNT(*) FROM fetches")
+        html_pages = one("SELECT COUNT(*) FROM fetches WHERE text_sha256 IS NOT NULL")
+        distinct_text = one("SELECT COUNT(DISTINCT text_sha256) FROM fetches")
+        warc_files = sorted({p.name for p in (Path(out_dir) / "warc").glob("*.warc.gz")})
+        return {
+            "pages": pages,
+            "bytes": one("SELECT COALESCE(SUM(bytes), 0) FROM fetches"),
+            "hosts": one("SELECT COUNT(*) FROM hosts"),
+            "hosts_crawled": one("SELECT COUNT(*) FROM hosts WHERE fetched > 0"),
+            "urls": sum(states.values()),
+            "queued": states.get("queued", 0),
+            "states": states,
+            "reasons": reasons,
+            "statuses": statuses,
+            "exact_duplicates": html_pages - distinct_text,
+            "rejections": rejections,
+            "robots": dict(
+                db.execute("SELECT outcome, COUNT(*) FROM robots GROUP BY outcome").fetchall()
+            ),
+            "warc_dir": str(Path(out_dir) / "warc"),
+            "warc_files": warc_files,
+        }
+    finally:
+        db.close()

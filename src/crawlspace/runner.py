@@ -1,0 +1,54 @@
+"""Run a crawl with terminal progress and print its summary (shared by `crawl` and `demo`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl import Crawler, CrawlSummary
+from crawlspace.progress import CrawlProgress
+from crawlspace.report import crawl_stats
+
+
+def run_crawl(config: CrawlConfig, out_dir: Path, seeds: list[str]) -> CrawlSummary:
+    crawler = Crawler(config, out_dir)
+    try:
+        crawler.add_seeds(seeds)
+        if config.progress:
+            with CrawlProgress() as progress:
+                return crawler.run_with_progress(progress)
+        return crawler.run()
+    finally:
+        crawler.close()
+
+
+def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title="crawl summary", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("pages fetched", f"{stats['pages']:,}")
+    table.add_row("bytes", f"{stats['bytes']:,}")
+    table.add_row("hosts (crawled / known)", f"{stats['hosts_crawled']} / {stats['hosts']}")
+    table.add_row("URLs known", f"{stats['urls']:,} ({stats['queued']:,} still queued)")
+    table.add_row("URL states", ", ".join(f"{k} {v}" for k, v in sorted(stats["states"].items())))
+    table.add_row("HTTP status", ", ".join(f"{k}: {v}" for k, v in stats["statuses"].items()))
+    table.add_row("exact duplicates (text)", str(stats["exact_duplicates"]))
+    table.add_row("excluded/failed", ", ".join(f"{k} {v}" for k, v in stats["reasons"].items()))
+    table.add_row("links rejected", ", ".join(f"{k} {v}" for k, v in stats["rejections"].items()))
+    table.add_row("robots.txt", ", ".join(f"{k} {v}" for k, v in stats["robots"].items()))
+    table.add_row("WARC", f"{stats['warc_dir']} ({len(stats['warc_files'])} files)")
+    console.print(table)
+
+
+def print_summary(out_dir: Path, summary: CrawlSummary) -> None:
+    console = Console()
+    console.print(
+        f"stopped: [bold]{summary.stop_reason}[/] after {summary.elapsed:.1f}s,"
+        f" {summary.pages} pages this run"
+    )
+    print_stats(crawl_stats(out_dir), console)

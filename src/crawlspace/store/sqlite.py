@@ -1,0 +1,389 @@
+"""The embedded store: one SQLite file (WAL) holding the frontier and the crawl's metadata.
+
+Every public method is one transaction, so a crash (even kill -9) leaves either the state before
+or the state after the operation. WAL with synchronous=NORMAL survives the death of the process;
+only a power loss can roll back the last transactions (then at-least-once fetching repeats them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from crawlspace.errors import StoreError
+from crawlspace.frontier.states import check_transition
+from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.robots.policy import robots_url
+from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
+
+
+class SqliteStore:
+    """Implements ``crawlspace.store.base.Store`` on a local SQLite file."""
+
+    def __init__(self, path: Path | str, limits: FrontierLimits = FrontierLimits()) -> None:
+        self.path = str(path)
+        self.limits = limits
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.execute("PRAGMA cache_size=-65536")
+            self._db.executescript(SCHEMA)
+            self._check_schema_version()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
+        self._host_ids: dict[str, int] = {}
+
+    def _check_schema_version(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            self._db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {row[0]}, this crawlspace reads {SCHEMA_VERSION}"
+            )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front, so two processes sharing the file can never
+        # both read a host as free and both take its token.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        else:
+            self._db.execute("COMMIT")
+
+    # -- frontier -------------------------------------------------------------------------
+
+    def _host_id(self, db: sqlite3.Connection, host_key: str) -> int:
+        host_id = self._host_ids.get(host_key)
+        if host_id is None:
+            db.execute(
+                "INSERT OR IGNORE INTO hosts (host_key, max_in_flight) VALUES (?, ?)",
+                (host_key, self.limits.max_in_flight_per_host),
+            )
+            host_id = int(
+                db.execute("SELECT id FROM hosts WHERE host_key = ?", (host_key,)).fetchone()[0]
+            )
+            self._host_ids[host_key] = host_id
+        return host_id
+
+    def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        with self._transaction() as db:
+            return self._add(db, candidates, now)
+
+    def _add(
+        self, db: sqlite3.Connection, candidates: Sequence[UrlCandidate], now: float
+    ) -> AddResult:
+        added = seen = 0
+        rejected: Counter[str] = Counter()
+        per_host_limit = self.limits.max_pages_per_host
+        admitted: dict[int, int] = {}
+        for cand in candidates:
+            host_id = self._host_id(db, cand.host_key)
+            if per_host_limit is not None:
+                if host_id not in admitted:
+                    admitted[host_id] = db.execute(
+                        "SELECT admitted FROM hosts WHERE id = ?", (host_id,)
+                    ).fetchone()[0]
+                if admitted[host_id] >= per_host_limit:
+                    cur = db.execute(
+                        "INSERT OR IGNORE INTO urls (url, host_id, depth, priority, state, reason,"
+                        " redirect_hops, source, discovered_at, updated_at)"
+                        " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?)",
+                        (cand.url, host_id, cand.depth, cand.priority, cand.redirect_hops,
+                         cand.source, now, now),
+                    )
+                    if cur.rowcount:
+                        rejected["budget_host"] += 1
+                    else:
+                        seen += 1
+                    continue
+            # A URL first met beyond the depth limit is admitted when a shallower path to it
+            # appears; every other existing row is left alone (the seen test).
+            cur = db.execute(
+                "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
+                " discovered_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)"
+                " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
+                " host_id = excluded.host_id, depth = excluded.depth,"
+                " priority = excluded.priority, updated_at = excluded.updated_at"
+                " WHERE urls.state = 'excluded' AND urls.reason = 'depth'",
+                (cand.url, host_id, cand.depth, cand.priority, cand.redirect_hops, cand.source,
+                 now, now),
+            )
+            if cur.rowcount:
+                added += 1
+                if host_id in admitted:
+                    admitted[host_id] += 1
+                db.execute(
+                    "UPDATE hosts SET queued = queued + 1, admitted = admitted + 1 WHERE id = ?",
+                    (host_id,),
+                )
+            else:
+                seen += 1
+        return AddResult(added=added, already_seen=seen, rejected=dict(rejected))
+
+    def _record_excluded(
+        self, db: sqlite3.Connection, excluded: Sequence[tuple[str, str]], depth: int, now: float
+    ) -> None:
+        db.executemany(
+            "INSERT OR IGNORE INTO urls (url, depth, priority, state, reason, source,"
+            " discovered_at, updated_at) VALUES (?, ?, 0, 'excluded', ?, 'link', ?, ?)",
+            [(url, depth, reason, now, now) for url, reason in excluded],
+        )
+
+    def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+        if limit <= 0:
+            return []
+        leases: list[Lease] = []
+        expires_at = now + lease_seconds
+        with self._transaction() as db:
+            hosts = db.execute(
+                "SELECT id, host_key, robots_expires_at, robots_lease_id FROM hosts"
+                " WHERE ready_at <= ? ORDER BY ready_at LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            for host_id, host_key, robots_expires_at, robots_lease_id in hosts:
+                lease_id = uuid.uuid4().hex
+                if robots_expires_at is None or robots_expires_at <= now:
+                    if robots_lease_id is not None:
+                        continue  # robots.txt is being fetched; nothing else goes first
+                    db.execute(
+                        "UPDATE hosts SET in_flight = in_flight + 1, robots_lease_id = ?,"
+                        " robots_lease_expires_at = ? WHERE id = ?",
+                        (lease_id, expires_at, host_id),
+                    )
+                    leases.append(
+                        Lease(LeaseKind.ROBOTS, lease_id, host_key, robots_url(host_key), 0, 0,
+                              1, 0, 0, expires_at)
+                    )
+                    continue
+                row = db.execute(
+                    "SELECT id, url, version, attempts, depth, redirect_hops, etag, last_modified"
+                    " FROM urls WHERE host_id = ? AND state = 'queued'"
+                    " ORDER BY priority, id LIMIT 1",
+                    (host_id,),
+                ).fetchone()
+                if row is None:  # counters and rows disagree: heal rather than spin
+                    db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
+                    continue
+                url_id, url, version, attempts, depth, hops, etag, last_modified = row
+                db.execute(
+                    "UPDATE urls SET state = 'leased', lease_id = ?, lease_expires_at = ?,"
+                    " attempts = attempts + 1 WHERE id = ?",
+                    (lease_id, expires_at, url_id),
+                )
+                db.execute(
+                    "UPDATE hosts SET in_flight = in_flight + 1, queued = queued - 1 WHERE id = ?",
+                    (host_id,),
+                )
+                leases.append(
+                    Lease(LeaseKind.PAGE, lease_id, host_key, url, url_id, version, attempts + 1,
+                          depth, hops, expires_at, etag, last_modified)
+                )
+        return leases
+
+    def _current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None:
+        row = db.execute(
+            "SELECT host_id, state, lease_id, version FROM urls WHERE id = ?", (lease.url_id,)
+        ).fetchone()
+        if row is None or row[1] != "leased" or row[2] != lease.lease_id or row[3] != lease.version:
+            return None
+        return int(row[0])
+
+    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+        with self._transaction() as db:
+            host_id = self._current_page_lease(db, lease)
+            if host_id is None:
+                return False
+            check_transition("leased", completion.state)
+            fetch_id = None
+            fetch = completion.fetch
+            if fetch is not None:
+                cur = db.execute(
+                    "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
+                    " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
+                    " noindex, canonical, warc_file, warc_offset, warc_length)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (lease.url_id, lease.version, fetch.url, fetch.final_url, fetch.status,
+                     fetch.fetched_at, fetch.duration_ms, fetch.content_type, fetch.bytes,
+                     int(fetch.truncated), fetch.content_sha256, fetch.text_sha256,
+                     int(fetch.noindex), fetch.canonical, fetch.warc_file, fetch.warc_offset,
+                     fetch.warc_length),
+                )
+                fetch_id = cur.lastrowid
+                db.executemany(
+                    "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
+                    [(fetch_id, link.to_url, int(link.nofollow)) for link in completion.links],
+                )
+            requeue = completion.state == "queued"
+            db.execute(
+                "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
+                " updated_at = ?, etag = COALESCE(?, etag),"
+                " last_modified = COALESCE(?, last_modified) WHERE id = ?",
+                (completion.state, completion.reason, now, completion.etag,
+                 completion.last_modified, lease.url_id),
+            )
+            db.execute(
+                "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + ?,"
+                " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
+                (int(requeue), int(fetch is not None),
+                 completion.next_allowed_at if completion.next_allowed_at is not None else 0.0,
+                 host_id),
+            )
+            if completion.discovered:
+                result = self._add(db, completion.discovered, now)
+                completion.rejections.update(
+                    {k: completion.rejections.get(k, 0) + v for k, v in result.rejected.items()}
+                )
+            if completion.excluded:
+                self._record_excluded(db, completion.excluded, lease.depth + 1, now)
+            self._count(db, completion.rejections)
+        return True
+
+    def release(self, lease: Lease, now: float) -> bool:
+        return self._give_back(lease, now, tried=False)
+
+    def _give_back(self, lease: Lease, now: float, *, tried: bool) -> bool:
+        with self._transaction() as db:
+            if lease.kind is LeaseKind.ROBOTS:
+                cur = db.execute(
+                    "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
+                    " robots_lease_expires_at = NULL WHERE host_key = ? AND robots_lease_id = ?",
+                    (lease.host_key, lease.lease_id),
+                )
+                return cur.rowcount == 1
+            host_id = self._current_page_lease(db, lease)
+            if host_id is None:
+                return False
+            db.execute(
+                "UPDATE urls SET state = 'queued', lease_id = NULL, lease_expires_at = NULL,"
+                " attempts = attempts - ?, updated_at = ? WHERE id = ?",
+                (0 if tried else 1, now, lease.url_id),
+            )
+            db.execute(
+                "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + 1 WHERE id = ?",
+                (host_id,),
+            )
+        return True
+
+    def expire_leases(self, now: float) -> int:
+        return self._return_leases(now)
+
+    def recover(self, now: float) -> int:
+        """Only the single owner of the directory may call this (the crawl holds a lock file)."""
+        return self._return_leases(None)
+
+    def _return_leases(self, before: float | None) -> int:
+        cutoff = float("inf") if before is None else before
+        with self._transaction() as db:
+            expired = db.execute(
+                "SELECT host_id, COUNT(*) FROM urls WHERE state = 'leased'"
+                " AND lease_expires_at <= ? GROUP BY host_id",
+                (cutoff,),
+            ).fetchall()
+            db.execute(
+                "UPDATE urls SET state = 'queued', lease_id = NULL, lease_expires_at = NULL"
+                " WHERE state = 'leased' AND lease_expires_at <= ?",
+                (cutoff,),
+            )
+            db.executemany(
+                "UPDATE hosts SET in_flight = in_flight - ?, queued = queued + ? WHERE id = ?",
+                [(n, n, host_id) for host_id, n in expired],
+            )
+            robots = db.execute(
+                "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
+                " robots_lease_expires_at = NULL"
+                " WHERE robots_lease_id IS NOT NULL AND robots_lease_expires_at <= ?",
+                (cutoff,),
+            ).rowcount
+        return sum(n for _, n in expired) + robots
+
+    def next_ready_at(self) -> float | None:
+        row = self._db.execute("SELECT MIN(ready_at) FROM hosts").fetchone()
+        return None if row[0] is None else float(row[0])
+
+    def in_flight(self) -> int:
+        row = self._db.execute("SELECT SUM(in_flight) FROM hosts WHERE in_flight > 0").fetchone()
+        return int(row[0] or 0)
+
+    # -- robots ---------------------------------------------------------------------------
+
+    def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT id FROM hosts WHERE host_key = ? AND robots_lease_id = ?",
+                (lease.host_key, lease.lease_id),
+            ).fetchone()
+            if row is None:
+                return False
+            host_id = int(row[0])
+            db.execute(
+                "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
+                " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (host_id, record.status, record.outcome, record.body,
+                 hashlib.sha256(record.body).hexdigest(), record.fetched_at, record.expires_at,
+                 record.attempts, record.error),
+            )
+            db.execute(
+                "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
+                " robots_lease_expires_at = NULL, robots_expires_at = ?,"
+                " next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
+                (record.expires_at, next_allowed_at, host_id),
+            )
+        return True
+
+    def robots(self, host_key: str) -> RobotsRecord | None:
+        row = self._db.execute(
+            "SELECT r.status, r.outcome, r.body, r.fetched_at, r.expires_at, r.attempts, r.error"
+            " FROM robots r JOIN hosts h ON h.id = r.host_id WHERE h.host_key = ?",
+            (host_key,),
+        ).fetchone()
+        if row is None:
+            return None
+        status, outcome, body, fetched_at, expires_at, attempts, error = row
+        return RobotsRecord(host_key, status, outcome, bytes(body), fetched_at, expires_at,
+                            attempts, error)
+
+    # -- counters and bookkeeping ---------------------------------------------------------
+
+    def _count(self, db: sqlite3.Connection, counts: dict[str, int]) -> None:
+        db.executemany(
+            "INSERT INTO counters (name, value) VALUES (?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+            [(f"rejected.{name}", n) for name, n in counts.items() if n],
+        )
+
+    def count_rejections(self, rejections: dict[str, int]) -> None:
+        with self._transaction() as db:
+            self._count(db, rejections)
+
+    def fetched_pages(self) -> int:
+        row = self._db.execute("SELECT COUNT(*) FROM fetches").fetchone()
+        return int(row[0])
+
+    def queued(self) -> int:
+        row = self._db.execute("SELECT SUM(queued) FROM hosts").fetchone()
+        return int(row[0] or 0)
+
+    def ready_hosts(self, now: float) -> int:
+        row = self._db.execute("SELECT COUNT(*) FROM hosts WHERE ready_at <= ?", (now,)).fetchone()
+        return int(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,105 @@
+"""The crawl.db schema (documented for users in README.md, "Reading crawl.db")."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One row per host key (scheme://authority): its politeness token and queue counters.
+CREATE TABLE IF NOT EXISTS hosts (
+    id                      INTEGER PRIMARY KEY,
+    host_key                TEXT NOT NULL UNIQUE,
+    next_allowed_at         REAL NOT NULL DEFAULT 0,
+    in_flight               INTEGER NOT NULL DEFAULT 0,
+    max_in_flight           INTEGER NOT NULL DEFAULT 1,
+    queued                  INTEGER NOT NULL DEFAULT 0,
+    admitted                INTEGER NOT NULL DEFAULT 0,
+    fetched                 INTEGER NOT NULL DEFAULT 0,
+    robots_lease_id         TEXT,
+    robots_lease_expires_at REAL,
+    robots_expires_at       REAL,
+    -- Derived, never written: the ready-host heap is an index over this column, so it cannot
+    -- drift from the counters it is computed from.
+    ready_at REAL GENERATED ALWAYS AS (
+        CASE WHEN queued > 0 AND in_flight < max_in_flight THEN next_allowed_at END
+    ) VIRTUAL
+);
+CREATE INDEX IF NOT EXISTS hosts_ready ON hosts (ready_at);
+CREATE INDEX IF NOT EXISTS hosts_busy ON hosts (in_flight) WHERE in_flight > 0;
+
+CREATE TABLE IF NOT EXISTS robots (
+    host_id     INTEGER PRIMARY KEY,
+    status      INTEGER,
+    outcome     TEXT NOT NULL,
+    body        BLOB NOT NULL,
+    body_sha256 TEXT NOT NULL,
+    fetched_at  REAL NOT NULL,
+    expires_at  REAL NOT NULL,
+    attempts    INTEGER NOT NULL,
+    error       TEXT
+);
+
+-- Every URL the crawl has seen, exactly once: the UNIQUE url is the exact seen set.
+CREATE TABLE IF NOT EXISTS urls (
+    id               INTEGER PRIMARY KEY,
+    url              TEXT NOT NULL UNIQUE,
+    host_id          INTEGER,
+    depth            INTEGER NOT NULL,
+    priority         INTEGER NOT NULL,
+    state            TEXT NOT NULL,
+    reason           TEXT,
+    version          INTEGER NOT NULL DEFAULT 1,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    lease_id         TEXT,
+    lease_expires_at REAL,
+    redirect_hops    INTEGER NOT NULL DEFAULT 0,
+    source           TEXT NOT NULL,
+    discovered_at    REAL NOT NULL,
+    updated_at       REAL NOT NULL,
+    etag             TEXT,
+    last_modified    TEXT
+);
+CREATE INDEX IF NOT EXISTS urls_queue ON urls (host_id, priority, id) WHERE state = 'queued';
+CREATE INDEX IF NOT EXISTS urls_leased ON urls (lease_expires_at) WHERE state = 'leased';
+
+-- One row per HTTP exchange that produced a response; UNIQUE(url_id, version) makes a second
+-- completion of the same visit impossible even if the lease check were bypassed.
+CREATE TABLE IF NOT EXISTS fetches (
+    id             INTEGER PRIMARY KEY,
+    url_id         INTEGER NOT NULL,
+    version        INTEGER NOT NULL,
+    url            TEXT NOT NULL,
+    final_url      TEXT NOT NULL,
+    status         INTEGER NOT NULL,
+    fetched_at     REAL NOT NULL,
+    duration_ms    REAL NOT NULL,
+    content_type   TEXT,
+    bytes          INTEGER NOT NULL,
+    truncated      INTEGER NOT NULL,
+    content_sha256 TEXT,
+    text_sha256    TEXT,
+    noindex        INTEGER NOT NULL,
+    canonical      TEXT,
+    warc_file      TEXT,
+    warc_offset    INTEGER,
+    warc_length    INTEGER,
+    UNIQUE (url_id, version)
+);
+
+CREATE TABLE IF NOT EXISTS links (
+    fetch_id INTEGER NOT NULL,
+    to_url   TEXT NOT NULL,
+    nofollow INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_fetch ON links (fetch_id);
+
+CREATE TABLE IF NOT EXISTS counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+"""

@@ -1,0 +1,271 @@
+"""One lease, one visit: fetch robots.txt or a page, archive it, parse it, and say how it ended.
+
+The functions here do the I/O of a single visit (transport, WARC) and return what the store must
+commit; they never touch the store, so the commit stays one transaction in ``crawl.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+
+from crawlspace.config import CrawlConfig
+from crawlspace.discovery.links import Discovery
+from crawlspace.errors import BlockedAddressError, FetchError
+from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
+from crawlspace.frontier.politeness import PolitenessPolicy
+from crawlspace.parse.directives import parse_x_robots_tag
+from crawlspace.processors import ProcessedContent, ProcessorRegistry
+from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
+from crawlspace.robots import RobotsTxt
+from crawlspace.robots.policy import (
+    DISALLOW_ALL,
+    REDIRECT,
+    UNAVAILABLE_ERROR,
+    RobotsPolicy,
+    after_redirects,
+    classify_status,
+)
+from crawlspace.store.warc import WarcWriter
+from crawlspace.urls import normalize
+
+log = logging.getLogger("crawlspace.visit")
+
+RETRY_STATUSES = frozenset({429, 503})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsVisit:
+    record: RobotsRecord
+    next_allowed_at: float
+
+
+class Visitor:
+    """Carries the collaborators a visit needs; one per crawl."""
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        transport: Transport,
+        warc: WarcWriter,
+        discovery: Discovery,
+        processors: ProcessorRegistry,
+    ) -> None:
+        self.config = config
+        self.transport = transport
+        self.warc = warc
+        self.discovery = discovery
+        self.processors = processors
+        self.politeness = PolitenessPolicy(
+            config.min_delay, config.delay_factor, config.max_crawl_delay
+        )
+        self.robots_policy = RobotsPolicy(
+            config.robots_cache_seconds, config.robots_retry_delay, config.robots_max_attempts
+        )
+
+    def _archive(self, response: FetchResponse) -> tuple[str, int, int]:
+        location = self.warc.write_exchange(
+            url=response.url,
+            request_headers=response.request_headers,
+            http_version=response.http_version,
+            status=response.status,
+            reason=response.reason,
+            response_headers=response.headers,
+            payload=response.raw_body,
+            fetched_at=response.started_at,
+            ip_address=response.peer_address,
+            truncated="length" if response.truncated else None,
+        )
+        return location.file, location.offset, location.length
+
+    # -- robots.txt --------------------------------------------------------------------------
+
+    async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
+        """Fetch robots.txt, following up to ``max_redirects`` hops (RFC 9309 §2.3.1.2)."""
+        url = lease.url
+        started = time.time()
+        status: int | None = None
+        body = b""
+        error: str | None = None
+        hops = 0
+        while True:
+            try:
+                response = await self.transport.fetch(
+                    FetchRequest(url, max_body_bytes=self.config.robots_max_bytes)
+                )
+            except FetchError as exc:
+                status, error = None, exc.reason
+                break
+            self._archive(response)
+            status, body = response.status, response.body
+            if classify_status(status) != REDIRECT:
+                break
+            hops += 1
+            location = response.header("location")
+            target = normalize(location, url) if location else None
+            if target is None or after_redirects(hops, self.config.max_redirects) is not None:
+                break
+            url = target
+        ended = time.time()
+        # The body may be cut at robots_max_bytes; RFC 9309 §2.5 lets us parse what we have.
+        record = self.robots_policy.record_for(
+            lease.host_key, status, body, ended, previous=previous, error=error
+        )
+        crawl_delay = None
+        if record.outcome == "rules":
+            crawl_delay = RobotsTxt.parse(record.body).crawl_delay(self.config.user_agent)
+        next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
+        if record.outcome == DISALLOW_ALL and record.error != UNAVAILABLE_ERROR:
+            # Unreachable robots.txt: nothing may be fetched until the retry, so wait for it.
+            next_allowed = max(next_allowed, record.expires_at)
+        return RobotsVisit(record, next_allowed)
+
+    # -- pages -------------------------------------------------------------------------------
+
+    async def visit_page(self, lease: Lease, rules: RobotsTxt, robots_ok: bool) -> Completion:
+        config = self.config
+        if not robots_ok:
+            return Completion(state="excluded", reason="robots_unavailable")
+        if not rules.is_allowed(config.user_agent, lease.url):
+            return Completion(state="excluded", reason="robots")
+        crawl_delay = rules.crawl_delay(config.user_agent)
+        headers: list[tuple[str, str]] = []
+        if lease.etag:
+            headers.append(("If-None-Match", lease.etag))
+        if lease.last_modified:
+            headers.append(("If-Modified-Since", lease.last_modified))
+        started = time.time()
+        try:
+            response = await self.transport.fetch(FetchRequest(lease.url, headers=headers))
+        except BlockedAddressError as exc:
+            log.warning("refused %s: %s", lease.url, exc)
+            return Completion(state="excluded", reason=exc.reason)
+        except FetchError as exc:
+            ended = time.time()
+            next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
+            if lease.attempt < config.max_attempts:
+                return Completion(state="queued", reason=exc.reason, next_allowed_at=next_allowed)
+            return Completion(state="failed", reason=exc.reason, next_allowed_at=next_allowed)
+        next_allowed = self.politeness.next_allowed_at(
+            response.ended_at, response.elapsed, crawl_delay
+        )
+        if response.status in RETRY_STATUSES:
+            retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
+            if retry_after is not None:
+                next_allowed = max(next_allowed, response.ended_at + min(retry_after, 3600.0))
+        location = self._archive(response)
+        completion, content = self._page_outcome(lease, response, next_allowed)
+        completion.fetch = self._fetch_record(lease, response, location, content)
+        return completion
+
+    def _page_outcome(
+        self, lease: Lease, response: FetchResponse, next_allowed: float
+    ) -> tuple[Completion, ProcessedContent | None]:
+        status = response.status
+        etag = response.header("etag")
+        last_modified = response.header("last-modified")
+        if status in RETRY_STATUSES and lease.attempt < self.config.max_attempts:
+            retry = Completion(state="queued", reason=f"http_{status}", next_allowed_at=next_allowed)
+            return retry, None
+        if status in REDIRECT_STATUSES:
+            return self._redirect(lease, response, next_allowed), None
+        completion = Completion(
+            state="fetched", next_allowed_at=next_allowed, etag=etag, last_modified=last_modified
+        )
+        if not 200 <= status < 300:
+            return completion, None
+        processor = self.processors.for_content_type(response.header("content-type"))
+        if processor is None:
+            return completion, None
+        content = processor(
+            response.body,
+            url=response.url,
+            content_type=response.header("content-type"),
+            product_token=self.config.product_token,
+        )
+        header_directives = parse_x_robots_tag(
+            response.header_values("x-robots-tag"), self.config.product_token
+        )
+        nofollow = content.nofollow or header_directives.nofollow
+        admission = self.discovery.admit_links(
+            content.links, base_url=content.base_url, parent_depth=lease.depth,
+            page_nofollow=nofollow,
+        )
+        completion.links = admission.links
+        completion.discovered = admission.candidates
+        completion.excluded = admission.excluded
+        completion.rejections = dict(admission.rejections)
+        if header_directives.noindex and not content.noindex:
+            content = dataclasses.replace(content, noindex=True)
+        return completion, content
+
+    def _redirect(self, lease: Lease, response: FetchResponse, next_allowed: float) -> Completion:
+        location = response.header("location")
+        completion = Completion(state="redirected", next_allowed_at=next_allowed)
+        if not location:
+            completion.reason = "redirect_without_location"
+            return completion
+        hops = lease.redirect_hops + 1
+        if hops > self.config.max_redirects:
+            completion.reason = "redirect_limit"
+            completion.rejections = {"redirect_limit": 1}
+            return completion
+        # Each hop is a new URL through the frontier: robots and politeness apply to it.
+        candidate, reason = self.discovery.admit_one(
+            location, depth=lease.depth, source="redirect", redirect_hops=hops, base=response.url
+        )
+        if candidate is None:
+            completion.rejections = {reason or "invalid_url": 1}
+        elif reason is not None:
+            completion.links = []
+            completion.excluded = [(candidate.url, reason)]
+            completion.rejections = {reason: 1}
+        else:
+            completion.discovered = [candidate]
+        return completion
+
+    def _fetch_record(
+        self,
+        lease: Lease,
+        response: FetchResponse,
+        location: tuple[str, int, int],
+        content: ProcessedContent | None,
+    ) -> FetchRecord:
+        warc_file, offset, length = location
+        text = content.text if content is not None else None
+        return FetchRecord(
+            url=lease.url,
+            final_url=response.url,
+            status=response.status,
+            fetched_at=response.started_at,
+            duration_ms=round(response.elapsed * 1000.0, 3),
+            content_type=response.header("content-type"),
+            bytes=len(response.raw_body),
+            truncated=response.truncated,
+            content_sha256=hashlib.sha256(response.body).hexdigest(),
+            warc_file=warc_file,
+            warc_offset=offset,
+            warc_length=length,
+            text_sha256=hashlib.sha256(text.encode()).hexdigest() if text else None,
+            noindex=content.noindex if content is not None else False,
+            canonical=content.canonical if content is not None else None,
+        )
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Retry-After as seconds from ``now`` (RFC 9110 §10.2.3: delay-seconds or an HTTP-date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
