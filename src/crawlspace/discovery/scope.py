@@ -1,0 +1,127 @@
+"""Crawl scope: which normalized URLs the crawler may follow.
+
+Modes:
+
+* ``"host"``: the URL's hostname equals a seed's hostname. Scheme and port are ignored on
+  purpose: ``http://example.com`` commonly redirects to ``https://example.com`` and sites serve
+  assets on a second port; both are the same operator, and politeness is per host key anyway.
+* ``"domain"``: the URL's registrable domain ("eTLD+1", per the Public Suffix List,
+  https://publicsuffix.org/list/) equals a seed's. The ``publicsuffixlist`` package bundles the
+  list, including its PRIVATE section, so ``alice.github.io`` and ``bob.github.io`` are *different*
+  domains (``github.io`` is a private public suffix). IP literals and single-label hosts such as
+  ``localhost`` have no registrable domain and compare by exact hostname, as do hosts that are
+  themselves public suffixes (``co.uk``).
+* ``"any"``: everything ``normalize()`` accepted.
+
+``allow_hosts`` widens any mode: ``"HOST"`` admits that hostname on every port,
+``"HOST:PORT"`` only on that effective port (a URL without a port has its scheme default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Final, Literal
+
+from publicsuffixlist import PublicSuffixList
+
+from crawlspace.urls import host_and_port, host_of, normalize
+
+__all__ = ["SCOPE_REASON", "Scope", "ScopeMode", "registrable_domain"]
+
+ScopeMode = Literal["host", "domain", "any"]
+SCOPE_REASON: Final = "scope"
+_MODES: Final = frozenset(("host", "domain", "any"))
+
+_psl = PublicSuffixList()
+
+
+def _is_ip_or_single_label(host: str) -> bool:
+    if ":" in host or "." not in host.rstrip("."):  # IPv6 literal, or e.g. "localhost"
+        return True
+    # WHATWG URL §3.5 "ends in a number": a host whose last label is numeric was parsed as IPv4,
+    # so after normalization such a host is always dotted-decimal IPv4.
+    return host.rstrip(".").rsplit(".", 1)[-1].isdigit()
+
+
+@lru_cache(maxsize=65536)
+def registrable_domain(host: str) -> str:
+    """Registrable domain of a normalized hostname, or the hostname itself when it has none."""
+    if _is_ip_or_single_label(host):
+        return host
+    domain: str | None = _psl.privatesuffix(host)
+    return host if domain is None else domain
+
+
+def _parse_allow_entry(entry: str) -> tuple[str, int | None]:
+    """Parse ``HOST``, ``HOST:PORT``, ``[V6]`` or ``[V6]:PORT`` into a canonical host and port."""
+    text = entry.strip()
+    port_text = ""
+    if text.startswith("["):
+        close = text.find("]")
+        host_text, rest = text[: close + 1], text[close + 1 :]
+        if rest:
+            port_text = rest.removeprefix(":")
+    elif text.count(":") == 1:
+        host_text, port_text = text.split(":")
+    else:
+        host_text = text
+    port: int | None = None
+    if port_text:
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"allow_hosts entry {entry!r}: port must be 1-65535")
+        port = int(port_text)
+    # Canonicalize the host exactly as normalize() would (IDN -> punycode, case, IPv4 forms).
+    canonical = normalize(f"http://{host_text}/") if host_text else None
+    if canonical is None:
+        raise ValueError(f"allow_hosts entry {entry!r}: expected HOST or HOST:PORT")
+    return host_of(canonical), port
+
+
+class Scope:
+    """Decides whether a normalized URL is in scope. Pure and cheap: called once per link."""
+
+    def __init__(
+        self,
+        mode: ScopeMode,
+        seeds: Iterable[str] = (),
+        allow_hosts: Iterable[str] = (),
+    ) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"scope mode {mode!r}: expected one of host, domain, any")
+        self.mode: ScopeMode = mode
+        self._hosts: set[str] = set()
+        self._domains: set[str] = set()
+        self._allow_any_port: set[str] = set()
+        self._allow_port: set[tuple[str, int]] = set()
+        for seed in seeds:
+            self.add_seed(seed)
+        for entry in allow_hosts:
+            host, port = _parse_allow_entry(entry)
+            if port is None:
+                self._allow_any_port.add(host)
+            else:
+                self._allow_port.add((host, port))
+
+    def add_seed(self, url: str) -> None:
+        """Add a normalized seed URL; its host (and registrable domain) become in scope."""
+        host = host_of(url)
+        self._hosts.add(host)
+        self._domains.add(registrable_domain(host))
+
+    def reason(self, url: str) -> str | None:
+        """Return None if the normalized ``url`` is in scope, else ``SCOPE_REASON``."""
+        if self.mode == "any":
+            return None
+        host, port = host_and_port(url)
+        if self.mode == "host":
+            if host in self._hosts:
+                return None
+        elif registrable_domain(host) in self._domains:
+            return None
+        if host in self._allow_any_port or (host, port) in self._allow_port:
+            return None
+        return SCOPE_REASON
+
+    def __contains__(self, url: object) -> bool:
+        return isinstance(url, str) and self.reason(url) is None

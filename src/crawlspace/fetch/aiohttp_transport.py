@@ -1,0 +1,404 @@
+"""The real transport, over aiohttp. The only module that imports aiohttp (or yarl).
+
+What it guarantees against an untrusted server: it never connects to an address the guard
+refuses, never follows a redirect, never holds more than ``max_body_bytes`` of wire bytes or
+``max_decompressed_bytes`` of decoded bytes (a gzip bomb is decoded piece by piece and
+abandoned at the cap), and never takes longer than ``total_timeout``. aiohttp and OS errors
+leave this module only as ``crawlspace.errors.FetchError`` subclasses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import socket
+import sys
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Final, Protocol
+
+import aiohttp
+import brotli
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.client_reqrep import ClientRequest
+from aiohttp.tracing import Trace
+from yarl import URL
+
+from crawlspace.config import CrawlConfig
+from crawlspace.errors import (
+    BlockedAddressError,
+    ConnectError,
+    FetchError,
+    FetchTimeoutError,
+    ProtocolError,
+)
+from crawlspace.fetch.dns import CachingResolver
+from crawlspace.fetch.guard import AddressGuard, parse_ip
+from crawlspace.fetch.transport import FetchRequest, FetchResponse, TruncatedReason
+
+ACCEPT_ENCODING: Final = "gzip, deflate, br"
+_PIECE: Final = 64 * 1024  # largest decoded piece held before the cap is checked
+_GZIP_OR_ZLIB: Final = 32 + zlib.MAX_WBITS  # auto-detects the header; some "gzip" is zlib
+
+
+class _DecodeError(Exception):
+    pass
+
+
+class _Decoder(Protocol):
+    def feed(self, data: bytes) -> Iterator[bytes]: ...
+
+    def finished(self) -> bool: ...
+
+
+class _ZlibDecoder:
+    """gzip (possibly multi-member) or deflate, emitting at most _PIECE bytes at a time."""
+
+    def __init__(self, gzip: bool) -> None:
+        self._gzip = gzip
+        self._pending = b""
+        self._d: zlib._Decompress | None = None
+        if gzip:
+            self._d = zlib.decompressobj(_GZIP_OR_ZLIB)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._d is None:
+            # HTTP "deflate" should be zlib-wrapped (RFC 9110 §8.4.1.2) but some servers send raw
+            # deflate; a zlib header is 2 bytes whose big-endian value is a multiple of 31.
+            self._pending += data
+            if len(self._pending) < 2:
+                return
+            data, self._pending = self._pending, b""
+            zlib_wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            self._d = zlib.decompressobj(zlib.MAX_WBITS if zlib_wrapped else -zlib.MAX_WBITS)
+        try:
+            yield from self._drain(self._d, data)
+        except zlib.error as exc:
+            raise _DecodeError(
+                f"corrupt {'gzip' if self._gzip else 'deflate'} body: {exc}"
+            ) from exc
+
+    def _drain(self, d: zlib._Decompress, data: bytes) -> Iterator[bytes]:
+        while True:
+            if d.eof:
+                rest = d.unused_data
+                # Concatenated gzip members decode as one body; other trailing bytes are ignored.
+                if not (self._gzip and rest.startswith(b"\x1f\x8b")):
+                    return
+                self._d = d = zlib.decompressobj(_GZIP_OR_ZLIB)
+                data = rest
+            out = d.decompress(data, _PIECE)
+            data = d.unconsumed_tail
+            if out:
+                yield out
+            # A full piece may leave output buffered inside zlib even with no input left.
+            if not data and len(out) < _PIECE and not d.eof:
+                return
+
+    def finished(self) -> bool:
+        return self._d is not None and self._d.eof
+
+
+class _BrotliDecoder:
+    def __init__(self) -> None:
+        self._d = brotli.Decompressor()
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        try:
+            out: bytes = self._d.process(data, output_buffer_limit=_PIECE)
+            while True:
+                if out:
+                    yield out
+                # brotli >= 1.2: with a limit, pending output comes out on empty-input calls.
+                if not out or self._d.can_accept_more_data():
+                    return
+                out = self._d.process(b"", output_buffer_limit=_PIECE)
+        except brotli.error as exc:
+            raise _DecodeError(f"corrupt brotli body: {exc}") from exc
+
+    def finished(self) -> bool:
+        return bool(self._d.is_finished())
+
+
+class _ChainDecoder:
+    """``Content-Encoding: gzip, br`` means gzip applied first, so decode br then gzip."""
+
+    def __init__(self, decoders: Sequence[_Decoder]) -> None:
+        self._decoders = decoders
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        return self._through(0, data)
+
+    def _through(self, index: int, data: bytes) -> Iterator[bytes]:
+        if index == len(self._decoders):
+            yield data
+            return
+        for piece in self._decoders[index].feed(data):
+            yield from self._through(index + 1, piece)
+
+    def finished(self) -> bool:
+        return all(d.finished() for d in self._decoders)
+
+
+def _decoder_for(content_encoding: str) -> _Decoder | None:
+    """None for identity; raises _DecodeError for codings we never asked for."""
+    codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    decoders: list[_Decoder] = []
+    for coding in reversed(codings):
+        if coding in ("gzip", "x-gzip"):
+            decoders.append(_ZlibDecoder(gzip=True))
+        elif coding == "deflate":
+            decoders.append(_ZlibDecoder(gzip=False))
+        elif coding == "br":
+            decoders.append(_BrotliDecoder())
+        elif coding != "identity":
+            raise _DecodeError(f"unsupported content-encoding {coding!r}")
+    if not decoders:
+        return None
+    return decoders[0] if len(decoders) == 1 else _ChainDecoder(decoders)
+
+
+class _GuardedResolver(AbstractResolver):
+    """Adapts CachingResolver (overrides, cache, guard) to aiohttp's resolver interface."""
+
+    def __init__(self, inner: CachingResolver) -> None:
+        self._inner = inner
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        # Our FetchErrors are not OSErrors, so aiohttp's connector lets them through unwrapped.
+        answers = await self._inner.resolve(host, port, family)
+        return [
+            ResolveResult(
+                hostname=a.hostname,
+                host=a.address,
+                port=a.port,
+                family=a.family,
+                proto=0,
+                flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+            )
+            for a in answers
+        ]
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+# Where _PeerRecordingConnector writes the peer of the connection used by the current fetch task.
+_peer_slot: contextvars.ContextVar[list[str]] = contextvars.ContextVar("crawlspace_peer")
+
+
+class _PeerRecordingConnector(aiohttp.TCPConnector):
+    """Notes the IP actually connected to (for WARC-IP-Address). A response may already have
+    released its connection by the time we see it, so ask at connect time instead."""
+
+    async def connect(
+        self,
+        req: ClientRequest,
+        traces: list[Trace],
+        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's signature, kept as is
+    ) -> aiohttp.connector.Connection:
+        conn = await super().connect(req, traces, timeout)
+        slot = _peer_slot.get(None)
+        transport = conn.transport
+        peername = transport.get_extra_info("peername") if transport is not None else None
+        if slot is not None and peername:
+            slot.append(str(peername[0]))
+        return conn
+
+
+def _version(version: aiohttp.HttpVersion | None) -> str:
+    return "1.1" if version is None else f"{version.major}.{version.minor}"
+
+
+def _or_none(seconds: float) -> float | None:
+    return seconds if seconds > 0 else None  # 0 disables a timeout, as in aiohttp
+
+
+class AiohttpTransport:
+    """Fetch over aiohttp with the address guard, body caps and timeouts of ``config``."""
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        guard: AddressGuard | None = None,
+        resolver: CachingResolver | None = None,
+    ) -> None:
+        self._config = config
+        self._guard = guard if guard is not None else AddressGuard(config.allow_nets)
+        self._resolver = resolver or CachingResolver.from_config(config, self._guard)
+        self._session: aiohttp.ClientSession | None = None
+        self._timeout = aiohttp.ClientTimeout(
+            total=None,  # enforced around the whole fetch, body included, in fetch()
+            connect=None,  # would include waiting for a pool slot; DNS has its own timeout
+            sock_connect=_or_none(config.connect_timeout),
+            sock_read=_or_none(config.read_timeout),
+        )
+
+    @property
+    def resolver(self) -> CachingResolver:
+        return self._resolver
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        # Created lazily: aiohttp sessions must be made inside the running event loop.
+        if self._session is None:
+            connector = _PeerRecordingConnector(
+                resolver=_GuardedResolver(self._resolver),
+                use_dns_cache=False,  # CachingResolver caches; a second cache would skip the guard
+                limit=self._config.concurrency,
+                # Leaked aborted TLS transports were fixed in CPython 3.12.7; aiohttp warns after.
+                enable_cleanup_closed=sys.version_info < (3, 12, 7),
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                auto_decompress=False,  # we keep raw bytes for the WARC and decode with caps
+                cookie_jar=aiohttp.DummyCookieJar(),  # a crawler must not carry state across sites
+                trust_env=False,  # never route through an environment proxy around the guard
+                timeout=self._timeout,
+                headers={"User-Agent": self._config.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        await self._resolver.close()
+
+    async def fetch(self, request: FetchRequest) -> FetchResponse:
+        url = self._checked_url(request.url)
+        peer: list[str] = []
+        token = _peer_slot.set(peer)
+        try:
+            async with asyncio.timeout(_or_none(self._config.total_timeout)):
+                return await self._fetch(url, request, peer)
+        except TimeoutError:
+            raise FetchTimeoutError(
+                f"{request.url}: no complete response within the total timeout of "
+                f"{self._config.total_timeout} s",
+                reason="total_timeout",
+            ) from None
+        finally:
+            _peer_slot.reset(token)
+
+    def _checked_url(self, text: str) -> URL:
+        try:
+            url = URL(text, encoded=True)  # the crawler already normalized it; send as is
+        except ValueError as exc:
+            raise FetchError(f"invalid URL {text!r}: {exc}", reason="invalid_url") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise FetchError(f"cannot fetch {text!r}: only http(s) URLs", reason="invalid_url")
+        # aiohttp skips the resolver for IP literals, so the guard must see them here.
+        if parse_ip(url.host) is not None:
+            reason = self._guard.check(url.host)
+            if reason is not None:
+                raise BlockedAddressError(
+                    f"refusing to connect to {url.host} in {text!r}: {reason} address; pass "
+                    "--allow-net CIDR to permit such networks"
+                )
+        return url
+
+    async def _fetch(self, url: URL, request: FetchRequest, peer: list[str]) -> FetchResponse:
+        session = self._get_session()
+        started_at, t0 = time.time(), time.monotonic()
+        headers = list(request.headers)
+        phase = "connect"
+        try:
+            async with session.get(url, headers=headers, allow_redirects=False) as resp:
+                phase = "body"
+                raw, body, truncated, decode_error = await self._read_body(resp, request)
+                return FetchResponse(
+                    url=request.url,
+                    status=resp.status,
+                    reason=resp.reason or "",
+                    http_version=_version(resp.version),
+                    # The body is stored de-chunked, so keeping Transfer-Encoding: chunked would
+                    # make the WARC record lie about its own payload framing.
+                    headers=[
+                        (k.decode("latin-1"), v.decode("latin-1"))
+                        for k, v in resp.raw_headers
+                        if k.lower() != b"transfer-encoding"
+                    ],
+                    raw_body=raw,
+                    body=body,
+                    truncated=truncated is not None,
+                    truncated_reason=truncated,
+                    decode_error=decode_error,
+                    request_headers=list(resp.request_info.headers.items()),
+                    started_at=started_at,
+                    ended_at=time.time(),
+                    elapsed=time.monotonic() - t0,
+                    peer_address=peer[-1] if peer else None,
+                )
+        except FetchError:
+            raise
+        except aiohttp.ServerTimeoutError as exc:
+            what = "connect" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "read"
+            limit = self._config.connect_timeout if what == "connect" else self._config.read_timeout
+            raise FetchTimeoutError(
+                f"{request.url}: {what} timed out after {limit} s", reason=f"{what}_timeout"
+            ) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise ConnectError(f"{request.url}: cannot connect: {exc.os_error}") from exc
+        except (aiohttp.ClientPayloadError, aiohttp.ClientResponseError) as exc:
+            raise ProtocolError(f"{request.url}: broken HTTP response: {exc}") from exc
+        except (aiohttp.ClientConnectionError, OSError) as exc:
+            # A reset before any response is a connect-level failure; mid-body it is broken HTTP.
+            message = f"{request.url}: connection lost during {phase}: {exc!r}"
+            if phase == "connect":
+                raise ConnectError(message) from exc
+            raise ProtocolError(message) from exc
+        except aiohttp.InvalidURL as exc:
+            raise FetchError(f"invalid URL {request.url!r}: {exc}", reason="invalid_url") from exc
+        except aiohttp.ClientError as exc:
+            raise ProtocolError(f"{request.url}: {exc!r}") from exc
+
+    async def _read_body(
+        self, resp: aiohttp.ClientResponse, request: FetchRequest
+    ) -> tuple[bytes, bytes, TruncatedReason | None, str | None]:
+        """Read at most the caps; returns (raw, decoded, truncated_reason, decode_error)."""
+        max_raw = request.max_body_bytes or self._config.max_body_bytes
+        max_decoded = request.max_decompressed_bytes or self._config.max_decompressed_bytes
+        decode_error: str | None = None
+        decoder: _Decoder | None = None
+        try:
+            decoder = _decoder_for(resp.headers.get("Content-Encoding", ""))
+        except _DecodeError as exc:
+            decode_error = str(exc)
+        raw = bytearray()
+        decoded = bytearray()
+        truncated: TruncatedReason | None = None
+        async for chunk in resp.content.iter_any():
+            room = max_raw - len(raw)
+            data = chunk
+            if len(chunk) > room:
+                data, truncated = chunk[:room], "max_body_bytes"
+            raw += data
+            if decoder is not None and decode_error is None:
+                try:
+                    for piece in decoder.feed(data):
+                        decoded += piece
+                        if len(decoded) > max_decoded:
+                            del decoded[max_decoded:]
+                            truncated = "max_decompressed_bytes"
+                            break
+                except _DecodeError as exc:
+                    decode_error = str(exc)
+            if truncated is not None:
+                # The rest of the body is unread; the connection cannot be reused.
+                resp.close()
+                break
+        wire = bytes(raw)
+        if decoder is None:
+            return wire, wire, truncated, decode_error
+        if decode_error is None and truncated is None and raw and not decoder.finished():
+            decode_error = "encoded body ends before the end of its compressed stream"
+        if decode_error is not None and not decoded:
+            return wire, wire, truncated, decode_error
+        return wire, bytes(decoded), truncated, decode_error
+
+
+__all__ = ["ACCEPT_ENCODING", "AiohttpTransport"]

@@ -1,0 +1,362 @@
+"""The pure, in-memory Mercator frontier: no I/O and no clock reads; every method takes ``now``.
+
+Two levels, as in Mercator (Heydon & Najork, "Mercator: A scalable, extensible web crawler",
+1999, §3.2): a heap of ready hosts keyed by (next_allowed_at, seq), and per host a heap of
+(priority, seq, url_id). A host is in the ready heap only while it can take another lease (it
+has queued URLs, a free token and no robots fetch outstanding), so ``lease`` never scans idle or
+busy hosts. Heap entries are deleted lazily: each host remembers the seq of its one live entry,
+and any popped entry with another seq is stale.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from crawlspace.frontier.states import UrlState, check_transition
+from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.store.base import AddResult, FrontierLimits
+
+_NEVER = float("-inf")
+_BUDGET_HOST = "budget_host"
+# Rebuild a lazily-deleted heap once it holds this many times more entries than live ones.
+_COMPACT_FACTOR = 4
+_COMPACT_MIN = 4096
+
+
+def default_robots_url(host_key: str) -> str:
+    """``http://h:1`` -> ``http://h:1/robots.txt`` (RFC 9309 §2.3: robots.txt is at the root)."""
+    return f"{host_key}/robots.txt"
+
+
+@dataclass(slots=True, eq=False)
+class _Url:
+    url_id: int
+    url: str
+    host_key: str
+    depth: int
+    priority: int
+    redirect_hops: int
+    state: UrlState
+    version: int = 1
+    attempts: int = 0
+    reason: str | None = None
+    lease_id: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class _Host:
+    key: str
+    next_allowed_at: float = _NEVER
+    in_flight: int = 0
+    admitted: int = 0
+    queue: list[tuple[int, int, int]] = field(default_factory=list)  # (priority, seq, url_id)
+    robots: RobotsRecord | None = None
+    robots_lease_id: str | None = None
+    heap_seq: int = -1  # seq of this host's live ready-heap entry; -1 when it has none
+
+
+@dataclass(slots=True, eq=False)
+class _Active:
+    """A granted lease, so expiry can find it without the caller's Lease object."""
+
+    host: _Host
+    url: _Url | None  # None for a robots lease
+    expires_at: float
+
+
+class Scheduler:
+    """The frontier core; implements ``crawlspace.store.base.Frontier``."""
+
+    def __init__(
+        self,
+        limits: FrontierLimits = FrontierLimits(),  # noqa: B008 - frozen, so sharing is safe
+        robots_url: Callable[[str], str] = default_robots_url,
+    ) -> None:
+        if limits.max_in_flight_per_host < 1:
+            raise ValueError(
+                f"max_in_flight_per_host must be at least 1, got {limits.max_in_flight_per_host}"
+            )
+        self._limits = limits
+        self._robots_url = robots_url
+        self._urls: dict[str, _Url] = {}  # every URL ever seen: the source of truth for dedup
+        self._by_id: list[_Url | None] = [None]  # url_id 0 is the robots lease's placeholder
+        self._hosts: dict[str, _Host] = {}
+        self._ready: list[tuple[float, int, _Host]] = []
+        self._active: dict[str, _Active] = {}
+        self._expiry: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._lease_ids = itertools.count(1)
+        self._queued = 0
+
+    # ----------------------------------------------------------------------------- admission
+
+    def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        added = seen = 0
+        rejected: dict[str, int] = {}
+        cap = self._limits.max_pages_per_host
+        for cand in candidates:
+            if cand.url in self._urls:
+                seen += 1
+                continue
+            host = self._hosts.get(cand.host_key)
+            if cap is not None and (host.admitted if host else 0) >= cap:
+                rejected[_BUDGET_HOST] = rejected.get(_BUDGET_HOST, 0) + 1
+                # Remembered, so a link seen again later counts as seen, not as a new rejection.
+                url = self._new_url(cand, UrlState.EXCLUDED)
+                url.reason = _BUDGET_HOST
+                continue
+            if host is None:
+                host = self._hosts[cand.host_key] = _Host(cand.host_key)
+            host.admitted += 1
+            url = self._new_url(cand, UrlState.QUEUED)
+            self._enqueue(host, url)
+            self._reschedule(host)
+            added += 1
+        return AddResult(added=added, already_seen=seen, rejected=rejected)
+
+    def _new_url(self, cand: UrlCandidate, state: UrlState) -> _Url:
+        url = _Url(
+            url_id=len(self._by_id),
+            url=cand.url,
+            host_key=cand.host_key,
+            depth=cand.depth,
+            priority=cand.priority,
+            redirect_hops=cand.redirect_hops,
+            state=state,
+        )
+        self._by_id.append(url)
+        self._urls[cand.url] = url
+        return url
+
+    def _enqueue(self, host: _Host, url: _Url) -> None:
+        heapq.heappush(host.queue, (url.priority, next(self._seq), url.url_id))
+        self._queued += 1
+
+    # --------------------------------------------------------------------------------- leasing
+
+    def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+        leases: list[Lease] = []
+        ready = self._ready
+        while ready and len(leases) < limit:
+            at, seq, host = ready[0]
+            if seq != host.heap_seq:
+                heapq.heappop(ready)
+                continue
+            if at > now:
+                break
+            heapq.heappop(ready)
+            host.heap_seq = -1
+            leases.append(self._grant(host, now, lease_seconds))
+            # Back of the line among equally-ready hosts; only re-enters if it has a token left.
+            self._reschedule(host)
+        return leases
+
+    def _grant(self, host: _Host, now: float, lease_seconds: float) -> Lease:
+        lease_id = f"L{next(self._lease_ids)}"
+        expires_at = now + lease_seconds
+        host.in_flight += 1
+        heapq.heappush(self._expiry, (expires_at, next(self._seq), lease_id))
+        if host.robots is None or host.robots.expires_at <= now:
+            # RFC 9309 §2.4: a crawler must have the host's current rules before fetching pages.
+            host.robots_lease_id = lease_id
+            self._active[lease_id] = _Active(host, None, expires_at)
+            return Lease(
+                kind=LeaseKind.ROBOTS,
+                lease_id=lease_id,
+                host_key=host.key,
+                url=self._robots_url(host.key),
+                url_id=0,
+                version=0,
+                attempt=1,
+                depth=0,
+                redirect_hops=0,
+                expires_at=expires_at,
+            )
+        url = self._by_id[heapq.heappop(host.queue)[2]]
+        assert url is not None, "host queue holds an unknown url_id"
+        check_transition(url.state, UrlState.LEASED)  # the queue must hold only queued URLs
+        self._queued -= 1
+        url.state = UrlState.LEASED
+        url.attempts += 1
+        url.lease_id = lease_id
+        self._active[lease_id] = _Active(host, url, expires_at)
+        return Lease(
+            kind=LeaseKind.PAGE,
+            lease_id=lease_id,
+            host_key=host.key,
+            url=url.url,
+            url_id=url.url_id,
+            version=url.version,
+            attempt=url.attempts,
+            depth=url.depth,
+            redirect_hops=url.redirect_hops,
+            expires_at=expires_at,
+            etag=url.etag,
+            last_modified=url.last_modified,
+            crawl_delay=None,
+        )
+
+    def _reschedule(self, host: _Host) -> None:
+        """Give ``host`` exactly one live ready-heap entry if it can take a lease, else none."""
+        leasable = (
+            bool(host.queue)
+            and True
+            and host.robots_lease_id is None
+        )
+        if not leasable:
+            host.heap_seq = -1
+            return
+        if host.heap_seq >= 0:
+            return  # already in the heap; callers re-push after any next_allowed_at change
+        seq = next(self._seq)
+        host.heap_seq = seq
+        heapq.heappush(self._ready, (host.next_allowed_at, seq, host))
+        if len(self._ready) > _COMPACT_FACTOR * len(self._hosts) + _COMPACT_MIN:
+            self._ready = [e for e in self._ready if e[1] == e[2].heap_seq]
+            heapq.heapify(self._ready)
+
+    def _move_clock(self, host: _Host, next_allowed_at: float | None) -> None:
+        if next_allowed_at is not None and next_allowed_at > host.next_allowed_at:
+            host.next_allowed_at = next_allowed_at
+            host.heap_seq = -1  # the old entry carries the old time; _reschedule pushes anew
+
+    # ------------------------------------------------------------------------- lease endings
+
+    def _current(self, lease: Lease, kind: LeaseKind) -> _Active | None:
+        """The live record of ``lease`` if it is still the current lease of its URL or host."""
+        if lease.kind != kind:
+            return None
+        active = self._active.get(lease.lease_id)
+        if active is None or active.host.key != lease.host_key:
+            return None
+        url = active.url
+        if kind is LeaseKind.ROBOTS:
+            return active if active.host.robots_lease_id == lease.lease_id else None
+        if (
+            url is None
+            or url.url_id != lease.url_id
+            or url.lease_id != lease.lease_id
+            or url.version != lease.version
+            or url.state is not UrlState.LEASED
+        ):
+            return None
+        return active
+
+    def _end(self, lease_id: str, active: _Active) -> None:
+        """Give the host's token back and forget the lease (its expiry entry goes stale)."""
+        del self._active[lease_id]
+        active.host.in_flight -= 1
+        if active.url is None:
+            active.host.robots_lease_id = None
+        else:
+            active.url.lease_id = None
+            active.url.version += 1  # any copy of the old lease is now stale
+
+    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+        active = self._current(lease, LeaseKind.PAGE)
+        if active is None:
+            return False
+        url = active.url
+        assert url is not None
+        check_transition(url.state, completion.state)  # before any change, so a bad call is inert
+        self._end(lease.lease_id, active)
+        url.state = UrlState(completion.state)
+        url.reason = completion.reason
+        if completion.etag is not None:
+            url.etag = completion.etag
+        if completion.last_modified is not None:
+            url.last_modified = completion.last_modified
+        if url.state is UrlState.QUEUED:
+            self._enqueue(active.host, url)  # a retry keeps its attempt count
+        self._move_clock(active.host, completion.next_allowed_at)
+        self._reschedule(active.host)
+        if completion.discovered:
+            self.add(completion.discovered, now)
+        return True
+
+    def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
+        active = self._current(lease, LeaseKind.ROBOTS)
+        if active is None:
+            return False
+        self._end(lease.lease_id, active)
+        active.host.robots = record
+        self._move_clock(active.host, next_allowed_at)
+        self._reschedule(active.host)
+        return True
+
+    def release(self, lease: Lease, now: float) -> bool:
+        active = self._current(lease, lease.kind)
+        if active is None:
+            return False
+        self._return(lease.lease_id, active, tried=False)
+        return True
+
+    def expire_leases(self, now: float) -> int:
+        expired = 0
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now:
+            _, _, lease_id = heapq.heappop(expiry)
+            active = self._active.get(lease_id)
+            if active is None:
+                continue  # completed or released already
+            # The fetch may have happened, so the attempt counts and the host clock stays put;
+            # the caller's driver sets next_allowed_at only from completions it observed.
+            self._return(lease_id, active, tried=True)
+            expired += 1
+        if len(expiry) > _COMPACT_FACTOR * len(self._active) + _COMPACT_MIN:
+            self._expiry = [e for e in expiry if e[2] in self._active]
+            heapq.heapify(self._expiry)
+        return expired
+
+    def _return(self, lease_id: str, active: _Active, *, tried: bool) -> None:
+        url = active.url
+        self._end(lease_id, active)
+        if url is not None:
+            check_transition(url.state, UrlState.QUEUED)
+            url.state = UrlState.QUEUED
+            if not tried:
+                url.attempts -= 1
+            self._enqueue(active.host, url)
+        self._reschedule(active.host)
+
+    # ------------------------------------------------------------------------------ inspection
+
+    def next_ready_at(self) -> float | None:
+        ready = self._ready
+        while ready:
+            at, seq, host = ready[0]
+            if seq == host.heap_seq:
+                return at
+            heapq.heappop(ready)
+        return None
+
+    def in_flight(self) -> int:
+        return len(self._active)
+
+    def robots(self, host_key: str) -> RobotsRecord | None:
+        host = self._hosts.get(host_key)
+        return host.robots if host else None
+
+    def url_state(self, url: str) -> tuple[str, str | None]:
+        """(state, reason) of a URL the frontier has seen; KeyError if it never saw it."""
+        record = self._urls[url]
+        return record.state.value, record.reason
+
+    def queued_count(self) -> int:
+        return self._queued
+
+    def host_count(self) -> int:
+        return len(self._hosts)
+
+    def host_next_allowed_at(self, host_key: str) -> float:
+        """The host's politeness clock (-inf before its first request); KeyError if unknown."""
+        return self._hosts[host_key].next_allowed_at
+
+    def host_in_flight(self, host_key: str) -> int:
+        host = self._hosts.get(host_key)
+        return host.in_flight if host else 0

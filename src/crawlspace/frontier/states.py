@@ -1,0 +1,61 @@
+"""The URL lifecycle as one table (in the manner of h11's ``_state.py``).
+
+Every frontier backend moves URLs through these states and checks each move here, so a bug that
+would, say, complete a URL that was never leased fails loudly instead of corrupting the crawl.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class UrlState(StrEnum):
+    QUEUED = "queued"
+    LEASED = "leased"
+    FETCHED = "fetched"
+    REDIRECTED = "redirected"
+    EXCLUDED = "excluded"
+    FAILED = "failed"
+
+
+# A URL enters as queued (or excluded, when a budget or rule rejects it at admission).
+# leased -> queued is a retry, a release at shutdown, or an expired lease.
+TRANSITIONS: dict[UrlState, frozenset[UrlState]] = {
+    UrlState.QUEUED: frozenset({UrlState.LEASED, UrlState.EXCLUDED}),
+    UrlState.LEASED: frozenset(
+        {
+            UrlState.QUEUED,
+            UrlState.FETCHED,
+            UrlState.REDIRECTED,
+            UrlState.EXCLUDED,
+            UrlState.FAILED,
+        }
+    ),
+    # Terminal for now; revisits will add fetched -> queued when the revisit policy lands.
+    UrlState.FETCHED: frozenset(),
+    UrlState.REDIRECTED: frozenset(),
+    UrlState.EXCLUDED: frozenset(),
+    UrlState.FAILED: frozenset(),
+}
+
+TERMINAL_STATES: frozenset[UrlState] = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
+
+
+class IllegalTransition(ValueError):
+    """A URL was asked to move between two states the lifecycle table does not connect."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__(f"illegal URL state transition: {old!r} -> {new!r}")
+        self.old = old
+        self.new = new
+
+
+def check_transition(old: str, new: str) -> None:
+    """Raise IllegalTransition unless ``old -> new`` is in the table (unknown names are illegal)."""
+    try:
+        allowed = TRANSITIONS[UrlState(old)]
+        target = UrlState(new)
+    except ValueError:
+        raise IllegalTransition(old, new) from None
+    if target not in allowed:
+        raise IllegalTransition(old, new)

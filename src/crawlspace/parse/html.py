@@ -1,0 +1,246 @@
+"""One-pass HTML extraction: raw links, canonical, robots meta, title and visible text.
+
+Pure: bytes in, an :class:`HtmlPage` out, never an exception. Hrefs are returned raw; resolving
+and normalizing them is discovery's job, so this module only resolves ``<base href>``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from itertools import islice
+from typing import Final
+
+from selectolax.lexbor import LexborHTMLParser
+
+from crawlspace.parse.directives import NO_DIRECTIVES, RobotsDirectives, parse_robots_meta
+from crawlspace.urls import normalize
+
+__all__ = ["HtmlPage", "RawLink", "extract"]
+
+DEFAULT_MAX_BYTES: Final = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RawLink:
+    """An outlink exactly as written in the page."""
+
+    href: str
+    nofollow: bool  # rel contained nofollow, ugc or sponsored
+    tag: str  # "a", "area", "frame" or "iframe"
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlPage:
+    base_url: str  # <base href> resolved against the page URL, else the page URL
+    links: list[RawLink]
+    canonical: str | None  # raw href of the first <link rel="canonical">
+    directives: RobotsDirectives  # from <meta name="robots"> and <meta name="{product_token}">
+    title: str | None
+    text: str  # visible body text, whitespace collapsed, for content hashes
+    charset: str  # Python codec name the body was decoded with
+
+
+_LINK_SELECTOR: Final = "a[href], area[href], frame[src], iframe[src]"
+_NOFOLLOW_RELS: Final = frozenset({"nofollow", "ugc", "sponsored"})
+_HEAD_SELECTOR: Final = "base[href], link[rel][href], meta[name][content], title"
+_INVISIBLE_TAGS: Final = ["script", "style", "noscript", "template"]
+
+# ---- charset -------------------------------------------------------------------------------
+
+# The HTML Standard prescans 1024 bytes; we look further because real pages put <meta charset>
+# after long comments or inline scripts.
+_PRESCAN_BYTES: Final = 4096
+_META_CHARSET_RE: Final = re.compile(
+    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE
+)
+# WHATWG Encoding Standard: these labels mean windows-1252, which is what servers actually send.
+_WINDOWS_1252_LABELS: Final = frozenset(
+    {"ascii", "us-ascii", "iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "cp819"}
+)
+# Codecs Python knows that are not web encodings; decoding with them either raises regardless of
+# `errors` (idna) or turns backslash sequences into characters (unicode_escape).
+_REFUSED_CODECS: Final = frozenset(
+    {"idna", "punycode", "raw-unicode-escape", "unicode-escape", "utf-7", "undefined"}
+)
+_BOMS: Final = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def _codec_name(label: str | None) -> str | None:
+    """Map a charset label to a Python text codec name, or None if unusable."""
+    if not label:
+        return None
+    label = label.strip().strip("\"'").lower()
+    if label in _WINDOWS_1252_LABELS:
+        return "cp1252"
+    try:
+        name = codecs.lookup(label).name
+        b"".decode(name)  # rejects codecs that are not text encodings (base64, zlib, ...)
+    except (LookupError, ValueError):
+        return None
+    return None if name in _REFUSED_CODECS else name
+
+
+def _header_charset(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset":
+            return _codec_name(value)
+    return None
+
+
+def _decode(body: bytes, content_type: str | None) -> tuple[str, str]:
+    """Decode following the HTML Standard's order: BOM, then header, then <meta>, then UTF-8."""
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom) :].decode(name, errors="replace"), name
+    charset = _header_charset(content_type)
+    if charset is None:
+        match = _META_CHARSET_RE.search(body, 0, _PRESCAN_BYTES)
+        charset = _codec_name(match.group(1).decode("ascii")) if match else None
+        # HTML Standard §13.2.3.2: a <meta> we could read as ASCII cannot really be UTF-16.
+        if charset is not None and charset.startswith(("utf-16", "utf-32")):
+            charset = "utf-8"
+    charset = charset or "utf-8"
+    try:
+        return body.decode(charset, errors="replace"), charset
+    except (LookupError, UnicodeError, ValueError):
+        return body.decode("utf-8", errors="replace"), "utf-8"
+
+
+# ---- nesting guard -------------------------------------------------------------------------
+
+# lexbor walks the stack of open elements on every block start tag ("has a p element in button
+# scope", HTML Standard §13.2.6.4.7), so parse time is sum-of-depths: 40k nested <div>s take
+# ~5 s. We estimate that sum with a cheap tag scan and cut the document where it exceeds this
+# budget (~0.3 s of parsing). Real pages are far below it: 300k tags at depth 30 is 9M.
+_MAX_NESTING_WORK: Final = 100_000_000
+# Below this size the worst case is already cheap (a few thousand tags), so skip the scan.
+_SCAN_MIN_CHARS: Final = 64 * 1024
+_TAG_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]{0,9})")
+_VOID_TAGS: Final = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
+    | {"source", "track", "wbr", "keygen", "frame"}
+)
+
+
+def _limit_nesting(html: str) -> str:
+    """Return ``html``, cut short if parsing it would cost more than the nesting budget."""
+    if len(html) < _SCAN_MIN_CHARS:
+        return html
+    depth = work = 0
+    # findall (one C call) and a second pass only when over budget: ~3x faster than finditer.
+    for index, (closing, name) in enumerate(_TAG_RE.findall(html)):
+        if closing:
+            depth = max(depth - 1, 0)
+        elif name.lower() not in _VOID_TAGS:
+            depth += 1
+        work += depth
+        if work > _MAX_NESTING_WORK:
+            cut = next(islice(_TAG_RE.finditer(html), index, None))
+            return html[: cut.start()]
+    return html
+
+
+# ---- extraction ----------------------------------------------------------------------------
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _links(tree: LexborHTMLParser) -> list[RawLink]:
+    links: list[RawLink] = []
+    for node in tree.css(_LINK_SELECTOR):
+        tag = node.tag or ""
+        attrs = node.attrs
+        href = attrs.get("src" if tag in ("frame", "iframe") else "href")
+        if href is None:
+            continue
+        stripped = href.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        rel = attrs.get("rel")
+        nofollow = bool(rel) and not _NOFOLLOW_RELS.isdisjoint(rel.lower().split())
+        links.append(RawLink(href=href, nofollow=nofollow, tag=tag))
+    return links
+
+
+@dataclass(slots=True)
+class _Head:
+    base_href: str | None = None
+    canonical: str | None = None
+    directives: RobotsDirectives = NO_DIRECTIVES
+    title: str | None = None
+
+
+def _head(tree: LexborHTMLParser, product_token: str) -> _Head:
+    """Read <base>, canonical, robots meta and <title> in one traversal.
+
+    Document-wide rather than <head>-only: sloppy markup (or a <noscript> in <head>) moves
+    these into <body>, and they still mean what they say.
+    """
+    found = _Head()
+    meta_names = {"robots", product_token.strip().lower()}
+    seen_title = False
+    for node in tree.css(_HEAD_SELECTOR):
+        tag, attrs = node.tag, node.attrs
+        if tag == "base":
+            # HTML Standard §4.2.3: only the first <base> with an href counts.
+            if found.base_href is None:
+                found.base_href = attrs.get("href") or ""
+        elif tag == "link":
+            rels = (attrs.get("rel") or "").lower().split()
+            if found.canonical is None and "canonical" in rels:
+                found.canonical = (attrs.get("href") or "").strip() or None
+        elif tag == "meta":
+            if (attrs.get("name") or "").strip().lower() in meta_names:
+                content = parse_robots_meta(attrs.get("content") or "")
+                found.directives = found.directives.merge(content)
+        elif not seen_title:
+            seen_title = True
+            found.title = _collapse(node.text()) or None
+    return found
+
+
+def extract(
+    body: bytes,
+    *,
+    base_url: str,
+    content_type: str | None,
+    product_token: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> HtmlPage:
+    """Parse ``body`` (the page fetched from ``base_url``) once and pull out what the crawl needs.
+
+    Never raises on any ``body``: malformed markup, binary junk and bogus charsets all yield a
+    (possibly empty) page.
+    """
+    html, charset = _decode(body[:max_bytes], content_type)
+    # Scripting off, because we are a client without scripting: <noscript> fallback links are
+    # what we can see. That can push head elements into <body>, so head lookups are document-wide.
+    tree = LexborHTMLParser(_limit_nesting(html), scripting=False)
+    links = _links(tree)
+    head = _head(tree, product_token)
+    page_base = base_url
+    if head.base_href and head.base_href.strip():
+        page_base = normalize(head.base_href.strip(), base_url) or base_url
+    tree.strip_tags(_INVISIBLE_TAGS, recursive=True)
+    body_node = tree.body
+    text = _collapse(body_node.text(separator=" ")) if body_node is not None else ""
+    return HtmlPage(
+        base_url=page_base,
+        links=links,
+        canonical=head.canonical,
+        directives=head.directives,
+        title=head.title,
+        text=text,
+        charset=charset,
+    )

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from crawlspace.frontier.states import (
+    TERMINAL_STATES,
+    TRANSITIONS,
+    IllegalTransition,
+    UrlState,
+    check_transition,
+)
+
+LEGAL = [
+    ("queued", "leased"),
+    ("queued", "excluded"),
+    ("leased", "queued"),
+    ("leased", "fetched"),
+    ("leased", "redirected"),
+    ("leased", "excluded"),
+    ("leased", "failed"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), LEGAL)
+def test_legal_transitions_pass(old: str, new: str) -> None:
+    check_transition(old, new)
+    check_transition(UrlState(old), UrlState(new))
+
+
+def test_every_other_pair_is_illegal_and_named() -> None:
+    states = [s.value for s in UrlState]
+    illegal = [p for p in itertools.product(states, states) if p not in LEGAL]
+    assert len(illegal) == len(states) ** 2 - len(LEGAL)
+    for old, new in illegal:
+        with pytest.raises(IllegalTransition) as info:
+            check_transition(old, new)
+        assert repr(old) in str(info.value)
+        assert repr(new) in str(info.value)
+        assert (info.value.old, info.value.new) == (old, new)
+
+
+def test_illegal_transition_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="'fetched' -> 'queued'"):
+        check_transition("fetched", "queued")
+
+
+@pytest.mark.parametrize(("old", "new"), [("queued", "bogus"), ("bogus", "queued"), ("", "")])
+def test_unknown_states_are_illegal(old: str, new: str) -> None:
+    with pytest.raises(IllegalTransition, match="illegal URL state transition"):
+        check_transition(old, new)
+
+
+def test_terminal_states() -> None:
+    assert TERMINAL_STATES == {
+        UrlState.FETCHED,
+        UrlState.REDIRECTED,
+        UrlState.EXCLUDED,
+        UrlState.FAILED,
+    }
+    assert set(TRANSITIONS) == set(UrlState)
+    assert all(TRANSITIONS[s] == frozenset() for s in TERMINAL_STATES)
+
+
+def test_states_compare_as_strings() -> None:
+    assert UrlState.QUEUED == "queued"
+    assert str(UrlState.LEASED) == "leased"
