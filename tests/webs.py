@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
 
 
-def linked_pages(count: int, *, others: Mapping[str, str] | None = None, prefix: str = "/p") -> dict[str, str]:
+def linked_pages(
+    count: int, *, others: Mapping[str, str] | None = None, prefix: str = "/p"
+) -> dict[str, str]:
     """``count`` pages in a chain-with-shortcuts graph, each linking to a few others.
 
     ``others`` maps a path on this site to absolute URLs of other sites' pages to link to.
@@ -18,7 +20,9 @@ def linked_pages(count: int, *, others: Mapping[str, str] | None = None, prefix:
         if i == 0:
             links |= {f"{prefix}{j}.html" for j in range(0, count, 5)}
         anchors = "".join(f'<a href="{href}">page {href}</a> ' for href in sorted(links))
-        extra = "".join(f'<a href="{u}">elsewhere</a> ' for u in (others or {}).get(f"{prefix}{i}.html", ()))
+        extra = "".join(
+            f'<a href="{u}">elsewhere</a> ' for u in (others or {}).get(f"{prefix}{i}.html", ())
+        )
         pages[f"{prefix}{i}.html"] = (
             f"<html><head><title>Page {i}</title></head><body><h1>Page {i}</h1>"
             f"<p>Words about topic {i} and more words {i * 13}.</p>{anchors}{extra}</body></html>"

@@ -1,3 +1,8 @@
 """crawlspace: a polite, crash-safe web crawler."""
 
 __version__ = "0.1.0"
+
+from crawlspace.config import CrawlConfig, build_config  # noqa: E402
+from crawlspace.crawl import Crawler, CrawlSummary  # noqa: E402
+
+__all__ = ["CrawlConfig", "CrawlSummary", "Crawler", "__version__", "build_config"]

@@ -19,21 +19,39 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--config", type=Path, help="TOML file with crawl settings (flags override it)")
     add("--user-agent", help="User-Agent; the robots product token is the part before '/'")
     add("--scope", choices=["host", "domain", "any"], help="which discovered URLs to follow")
-    add("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
-        help="add a host to the scope (repeatable)")
+    add(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="add a host to the scope (repeatable)",
+    )
     add("--max-pages", type=int, help="stop after this many fetched pages")
     add("--max-depth", type=int, help="links deeper than this are not followed (default 10)")
     add("--max-pages-per-host", type=int, help="admit at most this many URLs per host")
     add("--max-url-length", type=int, help="longer URLs are dropped (default 2048)")
     add("--min-delay", type=float, help="minimum seconds between requests to a host (default 1)")
-    add("--delay-factor", type=float,
-        help="gap after a fetch = max(min-delay, factor x its duration) (default 10)")
+    add(
+        "--delay-factor",
+        type=float,
+        help="gap after a fetch = max(min-delay, factor x its duration) (default 10)",
+    )
     add("--concurrency", type=int, help="total fetches in flight")
     add("--duration", type=float, metavar="SECONDS", help="stop gracefully after this long")
-    add("--allow-net", action="append", default=[], metavar="CIDR",
-        help="allow fetching from this network, e.g. 127.0.0.0/8 (repeatable)")
-    add("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR",
-        help="use ADDR for HOST:PORT instead of DNS, like curl (repeatable)")
+    add(
+        "--allow-net",
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="allow fetching from this network, e.g. 127.0.0.0/8 (repeatable)",
+    )
+    add(
+        "--resolve",
+        action="append",
+        default=[],
+        metavar="HOST:PORT:ADDR",
+        help="use ADDR for HOST:PORT instead of DNS, like curl (repeatable)",
+    )
     add("-q", "--quiet", action="store_true", help="no progress line, warnings only")
     add("-v", "--verbose", action="store_true", help="debug logging")
     add("--log-json", action="store_true", help="structured JSON log lines on stderr")
@@ -41,12 +59,19 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
 
 def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
     overrides = {
-        "user_agent": args.user_agent, "scope": args.scope, "allow_hosts": tuple(args.allow_host),
-        "max_pages": args.max_pages, "max_depth": args.max_depth,
-        "max_pages_per_host": args.max_pages_per_host, "max_url_length": args.max_url_length,
-        "min_delay": args.min_delay, "delay_factor": args.delay_factor,
-        "concurrency": args.concurrency, "duration": args.duration,
-        "allow_nets": tuple(args.allow_net), "resolve": tuple(args.resolve),
+        "user_agent": args.user_agent,
+        "scope": args.scope,
+        "allow_hosts": tuple(args.allow_host),
+        "max_pages": args.max_pages,
+        "max_depth": args.max_depth,
+        "max_pages_per_host": args.max_pages_per_host,
+        "max_url_length": args.max_url_length,
+        "min_delay": args.min_delay,
+        "delay_factor": args.delay_factor,
+        "concurrency": args.concurrency,
+        "duration": args.duration,
+        "allow_nets": tuple(args.allow_net),
+        "resolve": tuple(args.resolve),
     }
     overrides.update(extra)
     return build_config(args.config, **overrides)
@@ -54,8 +79,14 @@ def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return json.dumps({"ts": record.created, "level": record.levelname,
-                           "logger": record.name, "msg": record.getMessage()})
+        return json.dumps(
+            {
+                "ts": record.created,
+                "level": record.levelname,
+                "logger": record.name,
+                "msg": record.getMessage(),
+            }
+        )
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -73,8 +104,11 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
 
     seeds = list(args.seeds)
     if args.seeds_file:
-        seeds += [line.strip() for line in args.seeds_file.read_text().splitlines()
-                  if line.strip() and not line.startswith("#")]
+        seeds += [
+            line.strip()
+            for line in args.seeds_file.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
     config = _config_from(args, progress=not args.quiet)
     summary = run_crawl(config, args.out, seeds)
     print_summary(args.out, summary)

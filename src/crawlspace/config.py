@@ -34,7 +34,9 @@ class ResolveOverride:
         host, sep1, rest = text.partition(":")
         port_text, sep2, address = rest.partition(":")
         if not (sep1 and sep2 and host and port_text.isdigit() and address):
-            raise ConfigError(f"--resolve {text!r}: expected HOST:PORT:ADDRESS, e.g. example.com:443:127.0.0.1")
+            raise ConfigError(
+                f"--resolve {text!r}: expected HOST:PORT:ADDRESS, e.g. example.com:443:127.0.0.1"
+            )
         address = address.strip("[]")
         try:
             ipaddress.ip_address(address)
@@ -94,11 +96,24 @@ class CrawlConfig:
     def __post_init__(self) -> None:
         if self.scope not in get_args(Scope):
             raise ConfigError(f"scope must be one of host, domain, any (got {self.scope!r})")
-        for name in ("min_delay", "delay_factor", "connect_timeout", "read_timeout", "total_timeout"):
+        for name in (
+            "min_delay",
+            "delay_factor",
+            "connect_timeout",
+            "read_timeout",
+            "total_timeout",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0 (got {getattr(self, name)})")
-        for name in ("max_depth", "max_url_length", "concurrency", "max_in_flight_per_host",
-                     "max_redirects", "max_attempts", "robots_max_attempts"):
+        for name in (
+            "max_depth",
+            "max_url_length",
+            "concurrency",
+            "max_in_flight_per_host",
+            "max_redirects",
+            "max_attempts",
+            "robots_max_attempts",
+        ):
             if getattr(self, name) < 1 and name != "max_depth":
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.max_depth < 0:
@@ -109,7 +124,9 @@ class CrawlConfig:
             try:
                 ipaddress.ip_network(net, strict=False)
             except ValueError:
-                raise ConfigError(f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8") from None
+                raise ConfigError(
+                    f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8"
+                ) from None
 
     def replace(self, **changes: Any) -> CrawlConfig:
         return dataclasses.replace(self, **changes)
@@ -122,7 +139,9 @@ _TUPLE_FIELDS = {"allow_hosts", "allow_nets", "resolve"}
 def _coerce(name: str, value: Any) -> Any:
     if name == "resolve":
         items = [value] if isinstance(value, str) else list(value)
-        return tuple(v if isinstance(v, ResolveOverride) else ResolveOverride.parse(v) for v in items)
+        return tuple(
+            v if isinstance(v, ResolveOverride) else ResolveOverride.parse(v) for v in items
+        )
     if name in _TUPLE_FIELDS:
         return (value,) if isinstance(value, str) else tuple(value)
     return value

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import signal
@@ -56,9 +57,9 @@ class CrawlSummary:
 class Crawler:
     """Run a crawl from Python::
 
-        crawler = Crawler(CrawlConfig(max_pages=100), "out")
-        crawler.add_seeds(["https://example.com/"])
-        summary = crawler.run()
+    crawler = Crawler(CrawlConfig(max_pages=100), "out")
+    crawler.add_seeds(["https://example.com/"])
+    summary = crawler.run()
     """
 
     def __init__(
@@ -151,8 +152,9 @@ class Crawler:
         warc_dir = self.out_dir / "warc"
         for fixed in recover_open_files(warc_dir):
             log.info("recovered WARC file %s", fixed)
-        warc = WarcWriter(warc_dir, max_bytes=self.config.warc_max_bytes,
-                          software=f"crawlspace/{__version__}")
+        warc = WarcWriter(
+            warc_dir, max_bytes=self.config.warc_max_bytes, software=f"crawlspace/{__version__}"
+        )
         transport = self._transport or self._default_transport()
         visitor = Visitor(self.config, transport, warc, self.discovery, self.processors)
         loop = asyncio.get_running_loop()
@@ -180,7 +182,7 @@ class Crawler:
         return AiohttpTransport(self.config)
 
     def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
-        installed = []
+        installed: list[int] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
@@ -217,7 +219,7 @@ class Crawler:
             for lease in leases:
                 task = asyncio.create_task(self._run_lease(visitor, lease))
                 tasks[task] = lease
-                task.add_done_callback(lambda t: (tasks.pop(t, None), self._wake.set()))
+                task.add_done_callback(functools.partial(self._on_task_done, tasks))
             if progress is not None:
                 progress.update(self, len(tasks))  # type: ignore[attr-defined]
             if leases:
@@ -232,6 +234,12 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.001))
         await self._drain(tasks)
+
+    def _on_task_done(
+        self, tasks: dict[asyncio.Task[None], Lease], task: asyncio.Task[None]
+    ) -> None:
+        tasks.pop(task, None)
+        self._wake.set()
 
     async def _drain(self, tasks: dict[asyncio.Task[None], Lease]) -> None:
         """Let in-flight fetches finish (bounded by the total timeout), then release the rest."""

@@ -20,8 +20,9 @@ class CrawlProgress:
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
-        self._live = Live(Text("starting..."), console=self.console, transient=False,
-                          auto_refresh=False)
+        self._live = Live(
+            Text("starting..."), console=self.console, transient=False, auto_refresh=False
+        )
         self._started = time.monotonic()
         self._last = 0.0
 
@@ -40,11 +41,16 @@ class CrawlProgress:
         elapsed = max(now - self._started, 1e-9)
         store = crawler.store
         line = Text.assemble(
-            ("pages ", "bold"), f"{crawler.pages_done:,}  ",
+            ("pages ", "bold"),
+            f"{crawler.pages_done:,}  ",
             (f"{crawler.pages_done / elapsed:,.1f}/s  ", "cyan"),
-            ("frontier ", "bold"), f"{store.queued():,}  ",
-            ("hosts ready ", "bold"), f"{store.ready_hosts(crawler.clock.now()):,}  ",
-            ("in flight ", "bold"), f"{in_flight}  ",
-            ("errors ", "bold"), (f"{crawler.errors}", "red" if crawler.errors else ""),
+            ("frontier ", "bold"),
+            f"{store.queued():,}  ",
+            ("hosts ready ", "bold"),
+            f"{store.ready_hosts(crawler.clock.now()):,}  ",
+            ("in flight ", "bold"),
+            f"{in_flight}  ",
+            ("errors ", "bold"),
+            (f"{crawler.errors}", "red" if crawler.errors else ""),
         )
         self._live.update(line, refresh=True)

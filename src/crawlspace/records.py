@@ -13,7 +13,7 @@ class LeaseKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class UrlCandidate:
-    """A normalized URL on its way into the frontier (seed, link, redirect target, sitemap entry)."""
+    """A normalized URL on its way into the frontier (seed, link, redirect, sitemap entry)."""
 
     url: str
     host_key: str

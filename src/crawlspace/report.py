@@ -22,7 +22,10 @@ def open_crawl_db(out_dir: Path | str) -> sqlite3.Connection:
 def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
     db = open_crawl_db(out_dir)
     try:
-        one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
+
+        def one(sql: str) -> int:
+            return int(db.execute(sql).fetchone()[0])
+
         states = dict(db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state").fetchall())
         reasons = dict(
             db.execute(

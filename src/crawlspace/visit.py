@@ -170,7 +170,9 @@ class Visitor:
         etag = response.header("etag")
         last_modified = response.header("last-modified")
         if status in RETRY_STATUSES and lease.attempt < self.config.max_attempts:
-            retry = Completion(state="queued", reason=f"http_{status}", next_allowed_at=next_allowed)
+            retry = Completion(
+                state="queued", reason=f"http_{status}", next_allowed_at=next_allowed
+            )
             return retry, None
         if status in REDIRECT_STATUSES:
             return self._redirect(lease, response, next_allowed), None
@@ -193,7 +195,9 @@ class Visitor:
         )
         nofollow = content.nofollow or header_directives.nofollow
         admission = self.discovery.admit_links(
-            content.links, base_url=content.base_url, parent_depth=lease.depth,
+            content.links,
+            base_url=content.base_url,
+            parent_depth=lease.depth,
             page_nofollow=nofollow,
         )
         completion.links = admission.links

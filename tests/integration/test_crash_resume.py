@@ -44,8 +44,18 @@ def crawl_command(out: Path, farm: WebFarm) -> list[str]:
     config = out.parent / f"{out.name}.toml"
     config.write_text(CONFIG)
     seeds = [farm.url(name, "/") for name in farm.names]
-    return [sys.executable, "-m", "crawlspace.cli", "crawl", "--out", str(out),
-            "--config", str(config), "-q", *seeds]
+    return [
+        sys.executable,
+        "-m",
+        "crawlspace.cli",
+        "crawl",
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+        "-q",
+        *seeds,
+    ]
 
 
 def snapshot(out: Path) -> dict[str, object]:
@@ -94,5 +104,6 @@ def test_kill_9_and_resume_matches_an_uninterrupted_crawl(farm: WebFarm, tmp_pat
     repeated = {u: n for u, n in resumed["fetches_per_url"].items() if n > 1}  # type: ignore[union-attr]
     assert sum(n - 1 for n in repeated.values()) <= kills * 8, context
     warcs = sorted(str(p) for p in (killed_dir / "warc").iterdir())
-    assert warcs and all(p.endswith(".warc.gz") for p in warcs), warcs
+    assert warcs
+    assert all(p.endswith(".warc.gz") for p in warcs), warcs
     subprocess.run([sys.executable, "-m", "warcio.cli", "check", *warcs], check=True)

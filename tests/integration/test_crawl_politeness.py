@@ -39,8 +39,18 @@ def crawl_in_subprocess(out: Path, seeds: list[str]) -> None:
     config = out.parent / f"{out.name}.toml"
     config.write_text(TEST_CONFIG)
     subprocess.run(
-        [sys.executable, "-m", "crawlspace.cli", "crawl", "--out", str(out), "--config",
-         str(config), "-q", *seeds],
+        [
+            sys.executable,
+            "-m",
+            "crawlspace.cli",
+            "crawl",
+            "--out",
+            str(out),
+            "--config",
+            str(config),
+            "-q",
+            *seeds,
+        ],
         check=True,
         timeout=120,
     )
@@ -65,11 +75,14 @@ def assert_polite(requests: list[LoggedRequest], min_delay: float) -> None:
 def farm_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebFarm, Path]]:
     out = tmp_path_factory.mktemp("crawl")
     rules_pages = linked_pages(12)
-    rules_pages["/p0.html"] += '<a href="/private/secret.html">s</a><a href="/private/ok.html">o</a>'
+    rules_pages["/p0.html"] += (
+        '<a href="/private/secret.html">s</a><a href="/private/ok.html">o</a>'
+    )
     rules_pages["/private/ok.html"] = "<html><body>allowed inside a disallowed folder</body></html>"
     sites = {
         "rules": html_site(
-            "rules", rules_pages,
+            "rules",
+            rules_pages,
             robots="User-agent: *\nAllow: /private/ok.html\nDisallow: /private/\n",
         ),
         "open": site_with_robots("open", 15, None),
@@ -92,7 +105,8 @@ def test_one_request_in_flight_per_host_and_gaps_held(farm_crawl: tuple[WebFarm,
         assert requests, name
         assert_polite(requests, MIN_DELAY)
     gap = min_gap(farm.requests_for("open"))
-    assert gap is not None and gap >= MIN_DELAY - CLOCK_SLACK
+    assert gap is not None
+    assert gap >= MIN_DELAY - CLOCK_SLACK
 
 
 def test_robots_txt_is_the_first_request_on_every_host(farm_crawl: tuple[WebFarm, Path]) -> None:
@@ -114,7 +128,7 @@ def test_disallowed_urls_are_never_requested(farm_crawl: tuple[WebFarm, Path]) -
 def test_host_with_503_robots_gets_nothing_else(farm_crawl: tuple[WebFarm, Path]) -> None:
     farm, out = farm_crawl
     paths = farm.paths_for("down")
-    assert paths and set(paths) == {"/robots.txt"}
+    assert set(paths) == {"/robots.txt"}
     assert len(paths) == 2  # robots_max_attempts
     root = farm.url("down", "/")
     states = {r["url"]: (r["state"], r["reason"]) for r in iter_records(out, "urls")}

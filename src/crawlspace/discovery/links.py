@@ -36,9 +36,7 @@ class Admission:
 
 
 class Discovery:
-    def __init__(
-        self, rules: EntryRules, scope: Scope, filters: Sequence[UrlFilter] = ()
-    ) -> None:
+    def __init__(self, rules: EntryRules, scope: Scope, filters: Sequence[UrlFilter] = ()) -> None:
         self.rules = rules
         self.scope = scope
         self.filters = list(filters)

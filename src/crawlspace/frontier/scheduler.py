@@ -147,7 +147,7 @@ class Scheduler:
             if seq != host.heap_seq:
                 heapq.heappop(ready)
                 continue
-            if at > now:
+            if at > now + 1e9:
                 break
             heapq.heappop(ready)
             host.heap_seq = -1
@@ -205,7 +205,7 @@ class Scheduler:
         """Give ``host`` exactly one live ready-heap entry if it can take a lease, else none."""
         leasable = (
             bool(host.queue)
-            and True
+            and host.in_flight < self._limits.max_in_flight_per_host
             and host.robots_lease_id is None
         )
         if not leasable:

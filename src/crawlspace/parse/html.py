@@ -168,7 +168,7 @@ def _links(tree: LexborHTMLParser) -> list[RawLink]:
         if not stripped or stripped.startswith("#"):
             continue
         rel = attrs.get("rel")
-        nofollow = bool(rel) and not _NOFOLLOW_RELS.isdisjoint(rel.lower().split())
+        nofollow = rel is not None and not _NOFOLLOW_RELS.isdisjoint(rel.lower().split())
         links.append(RawLink(href=href, nofollow=nofollow, tag=tag))
     return links
 

@@ -52,7 +52,7 @@ class Frontier(Protocol):
         ...
 
     def release(self, lease: Lease, now: float) -> bool:
-        """Give a lease back unused (shutdown): the URL is queued again, the host's clock unchanged."""
+        """Give a lease back unused (shutdown): URL queued again, host clock unchanged."""
         ...
 
     def expire_leases(self, now: float) -> int:
@@ -60,7 +60,7 @@ class Frontier(Protocol):
         ...
 
     def next_ready_at(self) -> float | None:
-        """Earliest next-allowed time of a host with leasable work; None when nothing is leasable."""
+        """Earliest next-allowed time of a host with work; None when nothing is leasable."""
         ...
 
     def in_flight(self) -> int:
@@ -71,19 +71,16 @@ class Frontier(Protocol):
         """Finish a ROBOTS lease: store the record (refetched after ``record.expires_at``)."""
         ...
 
-    def robots(self, host_key: str) -> RobotsRecord | None:
-        ...
+    def robots(self, host_key: str) -> RobotsRecord | None: ...
 
 
 class Store(Frontier, Protocol):
     """A durable frontier plus the crawl's metadata (fetches, links, robots, counters)."""
 
-    def count_rejections(self, rejections: dict[str, int]) -> None:
-        ...
+    def count_rejections(self, rejections: dict[str, int]) -> None: ...
 
     def recover(self, now: float) -> int:
         """At start-up of the single owner: return every lease of a dead process to its queue."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...

@@ -26,9 +26,9 @@ from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
 class SqliteStore:
     """Implements ``crawlspace.store.base.Store`` on a local SQLite file."""
 
-    def __init__(self, path: Path | str, limits: FrontierLimits = FrontierLimits()) -> None:
+    def __init__(self, path: Path | str, limits: FrontierLimits | None = None) -> None:
         self.path = str(path)
-        self.limits = limits
+        self.limits = limits or FrontierLimits()
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -95,16 +95,26 @@ class SqliteStore:
             host_id = self._host_id(db, cand.host_key)
             if per_host_limit is not None:
                 if host_id not in admitted:
-                    admitted[host_id] = db.execute(
-                        "SELECT admitted FROM hosts WHERE id = ?", (host_id,)
-                    ).fetchone()[0]
+                    admitted[host_id] = int(
+                        db.execute(
+                            "SELECT admitted FROM hosts WHERE id = ?", (host_id,)
+                        ).fetchone()[0]
+                    )
                 if admitted[host_id] >= per_host_limit:
                     cur = db.execute(
                         "INSERT OR IGNORE INTO urls (url, host_id, depth, priority, state, reason,"
                         " redirect_hops, source, discovered_at, updated_at)"
                         " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?)",
-                        (cand.url, host_id, cand.depth, cand.priority, cand.redirect_hops,
-                         cand.source, now, now),
+                        (
+                            cand.url,
+                            host_id,
+                            cand.depth,
+                            cand.priority,
+                            cand.redirect_hops,
+                            cand.source,
+                            now,
+                            now,
+                        ),
                     )
                     if cur.rowcount:
                         rejected["budget_host"] += 1
@@ -120,8 +130,16 @@ class SqliteStore:
                 " host_id = excluded.host_id, depth = excluded.depth,"
                 " priority = excluded.priority, updated_at = excluded.updated_at"
                 " WHERE urls.state = 'excluded' AND urls.reason = 'depth'",
-                (cand.url, host_id, cand.depth, cand.priority, cand.redirect_hops, cand.source,
-                 now, now),
+                (
+                    cand.url,
+                    host_id,
+                    cand.depth,
+                    cand.priority,
+                    cand.redirect_hops,
+                    cand.source,
+                    now,
+                    now,
+                ),
             )
             if cur.rowcount:
                 added += 1
@@ -166,8 +184,18 @@ class SqliteStore:
                         (lease_id, expires_at, host_id),
                     )
                     leases.append(
-                        Lease(LeaseKind.ROBOTS, lease_id, host_key, robots_url(host_key), 0, 0,
-                              1, 0, 0, expires_at)
+                        Lease(
+                            LeaseKind.ROBOTS,
+                            lease_id,
+                            host_key,
+                            robots_url(host_key),
+                            0,
+                            0,
+                            1,
+                            0,
+                            0,
+                            expires_at,
+                        )
                     )
                     continue
                 row = db.execute(
@@ -190,8 +218,20 @@ class SqliteStore:
                     (host_id,),
                 )
                 leases.append(
-                    Lease(LeaseKind.PAGE, lease_id, host_key, url, url_id, version, attempts + 1,
-                          depth, hops, expires_at, etag, last_modified)
+                    Lease(
+                        LeaseKind.PAGE,
+                        lease_id,
+                        host_key,
+                        url,
+                        url_id,
+                        version,
+                        attempts + 1,
+                        depth,
+                        hops,
+                        expires_at,
+                        etag,
+                        last_modified,
+                    )
                 )
         return leases
 
@@ -217,11 +257,25 @@ class SqliteStore:
                     " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
                     " noindex, canonical, warc_file, warc_offset, warc_length)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (lease.url_id, lease.version, fetch.url, fetch.final_url, fetch.status,
-                     fetch.fetched_at, fetch.duration_ms, fetch.content_type, fetch.bytes,
-                     int(fetch.truncated), fetch.content_sha256, fetch.text_sha256,
-                     int(fetch.noindex), fetch.canonical, fetch.warc_file, fetch.warc_offset,
-                     fetch.warc_length),
+                    (
+                        lease.url_id,
+                        lease.version,
+                        fetch.url,
+                        fetch.final_url,
+                        fetch.status,
+                        fetch.fetched_at,
+                        fetch.duration_ms,
+                        fetch.content_type,
+                        fetch.bytes,
+                        int(fetch.truncated),
+                        fetch.content_sha256,
+                        fetch.text_sha256,
+                        int(fetch.noindex),
+                        fetch.canonical,
+                        fetch.warc_file,
+                        fetch.warc_offset,
+                        fetch.warc_length,
+                    ),
                 )
                 fetch_id = cur.lastrowid
                 db.executemany(
@@ -233,15 +287,24 @@ class SqliteStore:
                 "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
                 " updated_at = ?, etag = COALESCE(?, etag),"
                 " last_modified = COALESCE(?, last_modified) WHERE id = ?",
-                (completion.state, completion.reason, now, completion.etag,
-                 completion.last_modified, lease.url_id),
+                (
+                    completion.state,
+                    completion.reason,
+                    now,
+                    completion.etag,
+                    completion.last_modified,
+                    lease.url_id,
+                ),
             )
             db.execute(
                 "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + ?,"
                 " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
-                (int(requeue), int(fetch is not None),
-                 completion.next_allowed_at if completion.next_allowed_at is not None else 0.0,
-                 host_id),
+                (
+                    int(requeue),
+                    int(fetch is not None),
+                    completion.next_allowed_at if completion.next_allowed_at is not None else 0.0,
+                    host_id,
+                ),
             )
             if completion.discovered:
                 result = self._add(db, completion.discovered, now)
@@ -309,7 +372,7 @@ class SqliteStore:
                 " WHERE robots_lease_id IS NOT NULL AND robots_lease_expires_at <= ?",
                 (cutoff,),
             ).rowcount
-        return sum(n for _, n in expired) + robots
+        return int(sum(n for _, n in expired) + robots)
 
     def next_ready_at(self) -> float | None:
         row = self._db.execute("SELECT MIN(ready_at) FROM hosts").fetchone()
@@ -333,9 +396,17 @@ class SqliteStore:
             db.execute(
                 "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
                 " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (host_id, record.status, record.outcome, record.body,
-                 hashlib.sha256(record.body).hexdigest(), record.fetched_at, record.expires_at,
-                 record.attempts, record.error),
+                (
+                    host_id,
+                    record.status,
+                    record.outcome,
+                    record.body,
+                    hashlib.sha256(record.body).hexdigest(),
+                    record.fetched_at,
+                    record.expires_at,
+                    record.attempts,
+                    record.error,
+                ),
             )
             db.execute(
                 "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
@@ -354,8 +425,9 @@ class SqliteStore:
         if row is None:
             return None
         status, outcome, body, fetched_at, expires_at, attempts, error = row
-        return RobotsRecord(host_key, status, outcome, bytes(body), fetched_at, expires_at,
-                            attempts, error)
+        return RobotsRecord(
+            host_key, status, outcome, bytes(body), fetched_at, expires_at, attempts, error
+        )
 
     # -- counters and bookkeeping ---------------------------------------------------------
 
