@@ -77,7 +77,7 @@ def doc_pages(limit: int = 300) -> list[bytes]:
 
 
 def lexbor_extract(body: bytes) -> tuple[list[str], str]:
-    from selectolax.lexbor import LexborHTMLParser  # noqa: PLC0415 - optional per parser
+    from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(body.decode("utf-8", "replace"))
     hrefs = [n.attributes.get("href") or "" for n in tree.css("a[href]")]
@@ -88,8 +88,8 @@ def lexbor_extract(body: bytes) -> tuple[list[str], str]:
 
 
 def lxml_extract(body: bytes) -> tuple[list[str], str]:
-    import lxml.etree  # type: ignore[import-untyped]  # noqa: PLC0415
-    import lxml.html  # type: ignore[import-untyped]  # noqa: PLC0415
+    import lxml.etree  # type: ignore[import-untyped]
+    import lxml.html  # type: ignore[import-untyped]
 
     try:
         # Bytes, not str: lxml refuses str input that carries an XML encoding declaration.
@@ -131,7 +131,7 @@ def stdlib_extract(body: bytes) -> tuple[list[str], str]:
 
 
 def bs4_extract(body: bytes) -> tuple[list[str], str]:
-    from bs4 import BeautifulSoup  # type: ignore[import-not-found]  # noqa: PLC0415
+    from bs4 import BeautifulSoup  # type: ignore[import-not-found]
 
     soup = BeautifulSoup(body, "html.parser")
     hrefs = [str(a.get("href")) for a in soup.find_all("a", href=True)]
@@ -142,7 +142,7 @@ def bs4_extract(body: bytes) -> tuple[list[str], str]:
 
 def crawlspace_extract(body: bytes) -> tuple[list[str], str]:
     """The full production path, for scale: also charset, base, canonical, meta, iframes."""
-    from crawlspace.parse.html import extract  # noqa: PLC0415
+    from crawlspace.parse.html import extract
 
     page = extract(body, base_url="http://example.com/", content_type=None, product_token="b")
     return [link.href for link in page.links], page.text
@@ -154,20 +154,20 @@ def available() -> dict[str, Extractor]:
         "crawlspace extract() (lexbor, full)": crawlspace_extract,
     }
     try:
-        import selectolax.parser  # noqa: F401, PLC0415
+        import selectolax.parser  # noqa: F401
 
         print("note: selectolax modest importable but not benchmarked (deprecated in 1.0)")
     except ImportError:
         print("note: selectolax modest unavailable (removed/deprecated in selectolax 1.0)")
     try:
-        import lxml.html  # type: ignore[import-untyped]  # noqa: F401, PLC0415
+        import lxml.html  # noqa: F401
 
         found["lxml.html"] = lxml_extract
     except ImportError:
         print("note: lxml not installed")
     found["html.parser (stdlib)"] = stdlib_extract
     try:
-        import bs4  # noqa: F401, PLC0415
+        import bs4  # noqa: F401
 
         found["BeautifulSoup (html.parser)"] = bs4_extract
     except ImportError:

@@ -65,7 +65,7 @@ def stdlib_normalize(href: str, base: str) -> str | None:
 
 
 def w3lib_normalize(href: str, base: str) -> str | None:
-    from w3lib.url import canonicalize_url  # noqa: PLC0415 - optional bench dependency
+    from w3lib.url import canonicalize_url
 
     absolute = urljoin(base, href.strip())
     if not absolute.startswith(("http://", "https://")):
@@ -99,7 +99,7 @@ def main() -> None:
         ("stdlib urljoin + minimal cleanup", stdlib_normalize),
     ]
     try:
-        import w3lib.url  # noqa: F401, PLC0415
+        import w3lib.url  # noqa: F401
 
         contenders.append(("urljoin + w3lib.url.canonicalize_url", w3lib_normalize))
     except ImportError:

@@ -142,7 +142,7 @@ def _make_fast_resolver() -> _Resolver | None:
     private names ever move, we silently fall back to the public API (tests cover both).
     """
     try:
-        from ada_url._ada_wrapper import ffi, lib  # noqa: PLC0415
+        from ada_url._ada_wrapper import ffi, lib
 
         parse, parse_base = lib.ada_parse, lib.ada_parse_with_base
         is_valid, get_href, free, unpack = (

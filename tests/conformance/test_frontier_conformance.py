@@ -190,7 +190,7 @@ def test_hot_host_does_not_starve_small_hosts(make_frontier: FrontierFactory) ->
     small = [f"http://small{i}" for i in range(1000)]
     for host in small:
         frontier.add([cand(host, f"/{i}") for i in range(5)], 0.0)
-    durations = {hot: 0.001, **{h: 0.001 for h in small}}
+    durations = {hot: 0.001, **dict.fromkeys(small, 0.001)}
     policy = PolitenessPolicy(min_delay=0.05, delay_factor=10.0)
     log = drive(frontier, durations, policy, until=3.0, limit=50)
     assert_allowance_held(log, durations, policy)

@@ -18,11 +18,11 @@ from crawlspace.demo.webfarm import WebFarm, html_site
 from tests.webs import linked_pages
 
 SITES = 5
-PAGES = 25
+PAGES = 30
 CONFIG = """
 [crawl]
 allow_nets = ["127.0.0.0/8"]
-min_delay = 0.08
+min_delay = 0.15
 delay_factor = 2.0
 concurrency = 8
 scope = "any"
@@ -86,7 +86,7 @@ def test_kill_9_and_resume_matches_an_uninterrupted_crawl(farm: WebFarm, tmp_pat
     kills = 0
     for _ in range(4):
         proc = subprocess.Popen(crawl_command(killed_dir, farm))
-        time.sleep(rng.uniform(0.8, 2.2))
+        time.sleep(rng.uniform(0.9, 1.8))
         if proc.poll() is not None:
             break
         proc.send_signal(signal.SIGKILL)

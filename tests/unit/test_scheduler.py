@@ -7,7 +7,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -45,7 +45,9 @@ def robots_record(host: str, now: float, ttl: float = 86_400.0) -> RobotsRecord:
     )
 
 
-def open_host(sched: Scheduler, host: str, now: float, next_allowed_at: float | None = None) -> None:
+def open_host(
+    sched: Scheduler, host: str, now: float, next_allowed_at: float | None = None
+) -> None:
     """Lease and complete the host's robots.txt so its pages become leasable."""
     (lease,) = [x for x in sched.lease(now, 1, LEASE_S) if x.host_key == host]
     assert lease.kind is LeaseKind.ROBOTS
@@ -53,8 +55,15 @@ def open_host(sched: Scheduler, host: str, now: float, next_allowed_at: float | 
     assert sched.complete_robots(lease, robots_record(host, now), at)
 
 
-def fetched(at: float | None = None, **kw: object) -> Completion:
-    return Completion(state="fetched", next_allowed_at=at, **kw)  # type: ignore[arg-type]
+def fetched(
+    at: float | None = None,
+    *,
+    reason: str | None = None,
+    discovered: list[UrlCandidate] | None = None,
+) -> Completion:
+    return Completion(
+        state="fetched", reason=reason, next_allowed_at=at, discovered=discovered or []
+    )
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,9 @@ def drive(
         clock.set(min(events))
 
 
-def assert_polite(log: Iterable[Fetch], duration: Callable[[str], float], policy: PolitenessPolicy) -> None:
+def assert_polite(
+    log: Iterable[Fetch], duration: Callable[[str], float], policy: PolitenessPolicy
+) -> None:
     by_host: dict[str, list[Fetch]] = defaultdict(list)
     for f in log:
         by_host[f.host].append(f)
@@ -228,9 +239,10 @@ def test_stale_or_duplicate_completion_changes_nothing() -> None:
     open_host(sched, "http://h", 0.0)
     (lease,) = sched.lease(0.0, 1, LEASE_S)
     forged = [
-        Lease(**{**_fields(lease), "lease_id": "nope"}),
-        Lease(**{**_fields(lease), "version": lease.version + 1}),
-        Lease(**{**_fields(lease), "kind": LeaseKind.ROBOTS}),
+        replace(lease, lease_id="nope"),
+        replace(lease, version=lease.version + 1),
+        replace(lease, url_id=lease.url_id + 1),
+        replace(lease, kind=LeaseKind.ROBOTS),
     ]
     for bad in forged:
         assert not sched.complete(bad, fetched(9.0), 0.0)
@@ -246,10 +258,6 @@ def test_stale_or_duplicate_completion_changes_nothing() -> None:
     assert sched.expire_leases(10_000.0) == 0
     assert (sched.url_state(lease.url), sched.in_flight(), sched.next_ready_at()) == snapshot
     assert snapshot == (("fetched", "ok"), 0, 5.0)
-
-
-def _fields(lease: Lease) -> dict[str, object]:
-    return {name: getattr(lease, name) for name in Lease.__slots__}
 
 
 def test_release_returns_url_and_token_without_counting_an_attempt() -> None:
@@ -423,9 +431,13 @@ class FrontierMachine(RuleBasedStateMachine):
             self.robots_until[lease.host_key] = self.now + ttl
             at = self.now if at is None else at
         else:
-            state = data.draw(st.sampled_from(["fetched", "redirected", "excluded", "failed", "queued"]))
+            state = data.draw(
+                st.sampled_from(["fetched", "redirected", "excluded", "failed", "queued"])
+            )
             found = self._candidates(data)
-            assert self.sched.complete(lease, Completion(state=state, next_allowed_at=at, discovered=found), self.now)
+            assert self.sched.complete(
+                lease, Completion(state=state, next_allowed_at=at, discovered=found), self.now
+            )
             self.seen.update(c.url for c in found)
             for c in found:
                 if self.sched.url_state(c.url) == ("excluded", "budget_host"):
@@ -460,7 +472,11 @@ class FrontierMachine(RuleBasedStateMachine):
         else:
             assert not self.sched.complete(lease, fetched(1e9), self.now)
         assert not self.sched.release(lease, self.now)
-        assert (self.sched.in_flight(), self.sched.queued_count(), self.sched.next_ready_at()) == before
+        assert (
+            self.sched.in_flight(),
+            self.sched.queued_count(),
+            self.sched.next_ready_at(),
+        ) == before
 
     @invariant()
     def tokens_are_bounded(self) -> None:

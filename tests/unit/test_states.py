@@ -53,16 +53,17 @@ def test_unknown_states_are_illegal(old: str, new: str) -> None:
 
 
 def test_terminal_states() -> None:
-    assert TERMINAL_STATES == {
+    assert {
         UrlState.FETCHED,
         UrlState.REDIRECTED,
         UrlState.EXCLUDED,
         UrlState.FAILED,
-    }
+    } == TERMINAL_STATES
     assert set(TRANSITIONS) == set(UrlState)
     assert all(TRANSITIONS[s] == frozenset() for s in TERMINAL_STATES)
 
 
 def test_states_compare_as_strings() -> None:
-    assert UrlState.QUEUED == "queued"
+    assert isinstance(UrlState.QUEUED, str)
+    assert {"queued": 1}[UrlState.QUEUED] == 1  # backends may store and look up plain strings
     assert str(UrlState.LEASED) == "leased"

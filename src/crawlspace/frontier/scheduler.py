@@ -20,6 +20,7 @@ from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCa
 from crawlspace.store.base import AddResult, FrontierLimits
 
 _NEVER = float("-inf")
+_STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 _BUDGET_HOST = "budget_host"
 # Rebuild a lazily-deleted heap once it holds this many times more entries than live ones.
 _COMPACT_FACTOR = 4
@@ -147,7 +148,7 @@ class Scheduler:
             if seq != host.heap_seq:
                 heapq.heappop(ready)
                 continue
-            if at > now + 1e9:
+            if at > now:
                 break
             heapq.heappop(ready)
             host.heap_seq = -1
@@ -265,7 +266,7 @@ class Scheduler:
         assert url is not None
         check_transition(url.state, completion.state)  # before any change, so a bad call is inert
         self._end(lease.lease_id, active)
-        url.state = UrlState(completion.state)
+        url.state = _STATES[completion.state]  # known: check_transition passed
         url.reason = completion.reason
         if completion.etag is not None:
             url.etag = completion.etag
