@@ -85,12 +85,15 @@ def generate_corpus(dest: Path, pages: int, seed: int = 7) -> None:
         file.write_text(body + "</body></html>\n", encoding="utf-8")
 
 
-def prepare_corpus(work_dir: Path, *, install: bool, generated_pages: int) -> Corpus:
-    if DOCS_ROOT.is_dir() or (install and _install_docs()):
+def prepare_corpus(
+    work_dir: Path, *, install: bool, generated_pages: int, generated_only: bool = False
+) -> Corpus:
+    if not generated_only and (DOCS_ROOT.is_dir() or (install and _install_docs())):
         return Corpus(DOCS_ROOT, f"Debian {DOCS_PACKAGE} ({DOCS_ROOT})", _html_files(DOCS_ROOT))
     root = work_dir / "corpus"
     generate_corpus(root, generated_pages)
-    description = f"generated interlinked corpus of {generated_pages} pages ({DOCS_PACKAGE} absent)"
+    why = "as asked" if generated_only else f"{DOCS_PACKAGE} absent"
+    description = f"generated interlinked corpus of {generated_pages} pages ({why})"
     return Corpus(root, description, _html_files(root))
 
 

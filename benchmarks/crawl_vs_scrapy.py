@@ -185,6 +185,7 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=16, help="loopback hosts 127.0.0.1..N")
     parser.add_argument("--max-pages", type=int, default=0, help="page limit for both; 0 = all")
     parser.add_argument("--generated-pages", type=int, default=600, help="fallback corpus size")
+    parser.add_argument("--generated", action="store_true", help="use the generated corpus")
     parser.add_argument("--no-install", action="store_true", help="never apt-get python3.11-doc")
     parser.add_argument("--aiohttp", action="store_true", help="serve with aiohttp, not nginx")
     parser.add_argument("--wrk-seconds", type=int, default=5)
@@ -194,13 +195,18 @@ def main() -> int:
     if args.quick:
         # A generated corpus of light pages keeps CI fast and independent of apt.
         args.runs, args.max_pages, args.wrk_seconds = 1, args.max_pages or 300, 1
-        args.no_install, args.generated_pages = True, 400
+        args.generated, args.generated_pages = True, 400
     if not 1 <= args.hosts <= 254:
         parser.error("--hosts must be 1..254")
 
     work = Path(tempfile.mkdtemp(prefix="crawlspace-bench-"))
     try:
-        corpus = prepare_corpus(work, install=not args.no_install, generated_pages=args.generated_pages)
+        corpus = prepare_corpus(
+            work,
+            install=not args.no_install,
+            generated_pages=args.generated_pages,
+            generated_only=args.generated,
+        )
         addresses = [f"127.0.0.{i}" for i in range(1, args.hosts + 1)]
         with StaticServer(corpus.root, addresses, prefer_nginx=not args.aiohttp) as server:
             hosts = server.base_urls()

@@ -77,17 +77,27 @@ def main() -> None:
         db_bytes = sum(p.stat().st_size for p in Path(tmp).iterdir())
 
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"# SQLite frontier store ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()},"
-          f" {os.cpu_count()} cores, Python {platform.python_version()})\n")
-    print(f"{args.hosts:,} hosts + 1 hot host with {args.hot:,} URLs; {args.urls:,} URLs in all;"
-          f" batch {args.batch}\n")
+    print(
+        f"# SQLite frontier store ({time.strftime('%Y-%m-%d')},"
+        f" {platform.processor() or platform.machine()}, {os.cpu_count()} cores,"
+        f" Python {platform.python_version()})\n"
+    )
+    print(
+        f"{args.hosts:,} hosts + 1 hot host with {args.hot:,} URLs; {args.urls:,} URLs in all;"
+        f" batch {args.batch}\n"
+    )
     print("| operation | count | seconds | per second |")
     print("|---|---:|---:|---:|")
-    print(f"| enqueue-if-new (new URLs) | {len(cands):,} | {enqueue_s:.2f} | {len(cands) / enqueue_s:,.0f} |")
+    print(
+        f"| enqueue-if-new (new URLs) | {len(cands):,} | {enqueue_s:.2f}"
+        f" | {len(cands) / enqueue_s:,.0f} |"
+    )
     print(f"| enqueue-if-new (all seen) | 50,000 | {seen_s:.2f} | {50_000 / seen_s:,.0f} |")
     print(f"| lease + complete cycles | {grants:,} | {lease_s:.2f} | {grants / lease_s:,.0f} |")
-    print(f"\nrobots leases completed first: {robots:,}; db size {db_bytes / 1e6:.1f} MB;"
-          f" peak RSS {rss_mb:.0f} MB")
+    print(
+        f"\nrobots leases completed first: {robots:,}; db size {db_bytes / 1e6:.1f} MB;"
+        f" peak RSS {rss_mb:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

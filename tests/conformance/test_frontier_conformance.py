@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ FrontierFactory = Callable[[FrontierLimits], Frontier]
 @pytest.fixture(params=["scheduler", "sqlite"])
 def make_frontier(request: pytest.FixtureRequest, tmp_path: Path) -> FrontierFactory:
     if request.param == "scheduler":
-        return lambda limits: Scheduler(limits)
+        return Scheduler
     return lambda limits: SqliteStore(tmp_path / "crawl.db", limits)
 
 
@@ -133,8 +134,13 @@ def test_retry_requeues_and_the_crawl_ends(make_frontier: FrontierFactory) -> No
     assert frontier.in_flight() == 0
 
 
-def drive(frontier: Frontier, durations: dict[str, float], policy: PolitenessPolicy,
-          until: float, limit: int = 10) -> dict[str, list[tuple[float, float]]]:
+def drive(
+    frontier: Frontier,
+    durations: dict[str, float],
+    policy: PolitenessPolicy,
+    until: float,
+    limit: int = 10,
+) -> dict[str, list[tuple[float, float]]]:
     """Lease, 'fetch' for the host's duration on a virtual clock, complete; log (start, end)."""
     clock = VirtualClock()
     running: list[tuple[float, Lease]] = []
@@ -150,8 +156,9 @@ def drive(frontier: Frontier, durations: dict[str, float], policy: PolitenessPol
         if not events:
             break
         clock.set(max(min(events), now))
-        for end, lease in sorted((item for item in running if item[0] <= clock.now()),
-                                 key=lambda item: item[0]):
+        for end, lease in sorted(
+            (item for item in running if item[0] <= clock.now()), key=lambda item: item[0]
+        ):
             running.remove((end, lease))
             start = end - durations[lease.host_key]
             log[lease.host_key].append((start, end))
@@ -163,10 +170,11 @@ def drive(frontier: Frontier, durations: dict[str, float], policy: PolitenessPol
     return log
 
 
-def assert_allowance_held(log: dict[str, list[tuple[float, float]]], durations: dict[str, float],
-                          policy: PolitenessPolicy) -> None:
+def assert_allowance_held(
+    log: dict[str, list[tuple[float, float]]], durations: dict[str, float], policy: PolitenessPolicy
+) -> None:
     for host, fetches in log.items():
-        for (s1, e1), (s2, _) in zip(fetches, fetches[1:], strict=False):
+        for (_, e1), (s2, _) in pairwise(fetches):
             assert s2 >= e1 + policy.gap(durations[host]) - 1e-9, host
 
 

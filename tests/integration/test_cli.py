@@ -36,8 +36,9 @@ def test_bad_seed_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_bad_config_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[crawl]\nmin_dealy = 3\n")
-    code = main(["crawl", "https://example.org/", "--out", str(tmp_path / "o"),
-                 "--config", str(config)])
+    code = main(
+        ["crawl", "https://example.org/", "--out", str(tmp_path / "o"), "--config", str(config)]
+    )
     assert code == 2
     assert "unknown setting 'min_dealy'" in capsys.readouterr().err
 
@@ -51,20 +52,33 @@ def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     done = subprocess.run(
         [sys.executable, "-m", "crawlspace.cli", "demo", "--out", str(out), "-q"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     assert "crawl summary" in done.stdout
     stats = json.loads(
-        subprocess.run([sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"],
-                       capture_output=True, text=True, check=True).stdout
+        subprocess.run(
+            [sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     )
     assert stats["hosts_crawled"] == 4
     assert stats["pages"] >= 50
     assert stats["reasons"].get("excluded:robots", 0) >= 1
     assert stats["exact_duplicates"] >= 1
-    urls = [json.loads(line) for line in subprocess.run(
-        [sys.executable, "-m", "crawlspace.cli", "export", str(out), "--what", "urls"],
-        capture_output=True, text=True, check=True).stdout.splitlines()]
+    urls = [
+        json.loads(line)
+        for line in subprocess.run(
+            [sys.executable, "-m", "crawlspace.cli", "export", str(out), "--what", "urls"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    ]
     by_path = {u["url"].split("/", 3)[3]: u for u in urls if "www.demo.test" in u["url"]}
     assert by_path["private/secret.html"]["state"] == "excluded"
     assert by_path["private/public-note.html"]["state"] == "fetched"
@@ -76,7 +90,20 @@ def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
     warcio = Path(sys.executable).with_name("warcio")
     subprocess.run([str(warcio), "check", *warcs], check=True)
     csv_out = subprocess.run(
-        [sys.executable, "-m", "crawlspace.cli", "export", str(out), "--what", "fetches",
-         "--format", "csv"], capture_output=True, text=True, check=True).stdout.splitlines()
+        [
+            sys.executable,
+            "-m",
+            "crawlspace.cli",
+            "export",
+            str(out),
+            "--what",
+            "fetches",
+            "--format",
+            "csv",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     assert csv_out[0].startswith("url,final_url,status,fetched_at,duration_ms,content_type,bytes")
     assert len(csv_out) == stats["pages"] + 1

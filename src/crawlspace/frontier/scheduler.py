@@ -255,8 +255,9 @@ class Scheduler:
         if active.url is None:
             active.host.robots_lease_id = None
         else:
+            # The lease id fences off every copy of the old lease; the version counts visits, and
+            # a retry of the same visit keeps it (fetch records are unique per url and version).
             active.url.lease_id = None
-            active.url.version += 1  # any copy of the old lease is now stale
 
     def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
         active = self._current(lease, LeaseKind.PAGE)
