@@ -71,7 +71,19 @@ def generate_corpus(dest: Path, pages: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     folders = ["guide", "api", "howto", "faq", "ref", "news", "misc", DISALLOWED.strip("/")]
     paths = ["index.html"] + [f"{folders[i % len(folders)]}/p{i}.html" for i in range(1, pages)]
-    words = ["crawler", "frontier", "politeness", "robots", "fetch", "parse", "store", "queue", "host", "page", "link"]
+    words = [
+        "crawler",
+        "frontier",
+        "politeness",
+        "robots",
+        "fetch",
+        "parse",
+        "store",
+        "queue",
+        "host",
+        "page",
+        "link",
+    ]
     for i, path in enumerate(paths):
         depth = path.count("/")
         targets = [paths[(i + 1) % pages], *rng.sample(paths, min(6, pages))]
@@ -170,7 +182,17 @@ class StaticServer:
             conf = self._tmp / "nginx.conf"
             conf.write_text(_nginx_conf(self.root, self.addresses, self.port, self._tmp))
             log = str(self._tmp / "error.log")
-            return [self.nginx, "-e", log, "-p", str(self._tmp), "-c", str(conf), "-g", "daemon off;"]
+            return [
+                self.nginx,
+                "-e",
+                log,
+                "-p",
+                str(self._tmp),
+                "-c",
+                str(conf),
+                "-g",
+                "daemon off;",
+            ]
         return [sys.executable, __file__, "serve", "--root", str(self.root),
                 "--port", str(self.port), *self.addresses]  # fmt: skip
 
@@ -196,7 +218,10 @@ class StaticServer:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()  # nginx: SIGTERM is fast shutdown; only our own child's PID

@@ -82,7 +82,14 @@ def command(crawler: str, seeds: list[str], out: Path, max_pages: int) -> list[s
         cli = ["-m", "crawlspace.cli", "crawl", *seeds, "--out", str(out)]
         return [sys.executable, *cli, "--config", str(config), "-q"]
     spider = str(BENCH_DIR / "scrapy_spider.py")
-    limits = ["--max-pages", str(max_pages), "--max-depth", str(MAX_DEPTH), "--user-agent", USER_AGENT]
+    limits = [
+        "--max-pages",
+        str(max_pages),
+        "--max-depth",
+        str(MAX_DEPTH),
+        "--user-agent",
+        USER_AGENT,
+    ]
     return [sys.executable, spider, "--out", str(out), *limits, *seeds]
 
 
@@ -98,7 +105,9 @@ def fetched_urls(crawler: str, out: Path) -> list[str]:
         return [json.loads(line)["url"] for line in lines]
 
 
-def run_once(crawler: str, seeds: list[str], out: Path, max_pages: int, expected: set[str]) -> RunResult:
+def run_once(
+    crawler: str, seeds: list[str], out: Path, max_pages: int, expected: set[str]
+) -> RunResult:
     cmd = command(crawler, seeds, out, max_pages)
     log = out.parent / f"{out.name}.log"
     with log.open("wb") as sink:
@@ -156,7 +165,8 @@ def median(values: list[float]) -> float:
 
 def table(results: list[RunResult], corpus: Corpus, expected: int) -> list[str]:
     rows = [
-        "| crawler | runs | pages (median) | pages/s | CPU s / 1,000 pages | peak RSS MB | coverage |",
+        "| crawler | runs | pages (median) | pages/s | CPU s / 1,000 pages"
+        " | peak RSS MB | coverage |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     summary: dict[str, tuple[float, float]] = {}

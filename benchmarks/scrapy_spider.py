@@ -14,13 +14,13 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from scrapy import Request, Spider  # type: ignore[import-untyped]
-from scrapy.crawler import Crawler, CrawlerProcess  # type: ignore[import-untyped]
-from scrapy.http import Response, TextResponse  # type: ignore[import-untyped]
-from scrapy.linkextractors import LinkExtractor  # type: ignore[import-untyped]
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler, CrawlerProcess
+from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
 
 
 class BodyWriter:
@@ -35,7 +35,8 @@ class BodyWriter:
         return cls(crawler.settings["BENCH_BODIES"])
 
     def open_spider(self) -> None:
-        self.file = Path(self.path).open("w", encoding="utf-8")
+        # Open for the pipeline's lifetime; close_spider() closes it.
+        self.file = Path(self.path).open("w", encoding="utf-8")  # noqa: SIM115
 
     def close_spider(self) -> None:
         if self.file is not None:
@@ -47,9 +48,8 @@ class BodyWriter:
         return item
 
 
-class BenchSpider(Spider):  # type: ignore[misc]
+class BenchSpider(Spider):
     name = "bench"
-    custom_settings: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, seeds: list[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -61,13 +61,16 @@ class BenchSpider(Spider):  # type: ignore[misc]
         self.links = LinkExtractor(allow=rf"^http://(?:{pattern})/")
 
     def parse(self, response: Response) -> Iterator[dict[str, Any] | Request]:
-        is_text = isinstance(response, TextResponse)
-        body = response.text if is_text else response.body.decode("latin-1")
-        yield {"url": response.url, "status": response.status, "body": body}
-        if is_text and response.status == 200:
+        if not isinstance(response, TextResponse):
+            body = response.body.decode("latin-1")
+            yield {"url": response.url, "status": response.status, "body": body}
+            return
+        yield {"url": response.url, "status": response.status, "body": response.text}
+        if response.status == 200:
             # Drop fragments before making Requests, as crawlspace normalizes before its seen
             # check; otherwise a docs page yields one Request per #anchor for the dupefilter.
-            for url in {link.url.split("#", 1)[0] for link in self.links.extract_links(response)}:
+            links = self.links.extract_links(response)
+            for url in {link.url.split("#", 1)[0] for link in links}:
                 yield Request(url, callback=self.parse)
 
 

@@ -81,7 +81,7 @@ class Crawler:
             self.out_dir / "crawl.db",
             FrontierLimits(config.max_in_flight_per_host, config.max_pages_per_host),
         )
-        self.scope = Scope(config.scope, self._stored_seeds(), config.allow_hosts)
+        self.scope = Scope(config.scope, self.store.seed_urls(), config.allow_hosts)
         self.discovery = Discovery(
             EntryRules(config.max_depth, config.max_url_length, config.follow_nofollow),
             self.scope,
@@ -109,10 +109,6 @@ class Crawler:
                 f"{self.out_dir} is in use by another crawl (lock file {self.out_dir / '.lock'})"
             ) from None
         return fd
-
-    def _stored_seeds(self) -> list[str]:
-        rows = self.store._db.execute("SELECT url FROM urls WHERE source = 'seed'").fetchall()
-        return [str(row[0]) for row in rows]
 
     def add_seeds(self, urls: Iterable[str]) -> int:
         """Normalize and enqueue seeds; each seed's host (or domain) joins the scope."""

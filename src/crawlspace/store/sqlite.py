@@ -454,6 +454,9 @@ class SqliteStore:
         row = self._db.execute("SELECT COUNT(*) FROM hosts WHERE ready_at <= ?", (now,)).fetchone()
         return int(row[0])
 
+    def seed_urls(self) -> list[str]:
+        return [str(row[0]) for row in self._db.execute("SELECT url FROM urls WHERE source = 'seed'")]
+
     def set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 

@@ -1,0 +1,43 @@
+"""CI smoke run of benchmarks/crawl_vs_scrapy.py --quick: both crawlers run, the table prints.
+
+No timing asserts: shared CI runners make throughput numbers meaningless as pass/fail gates.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "crawl_vs_scrapy.py"
+
+
+def test_quick_benchmark_runs_both_crawlers_and_prints_table() -> None:
+    if importlib.util.find_spec("scrapy") is None:
+        pytest.skip("scrapy is not importable (pip install -e '.[bench]')")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=55,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "| crawler | runs | pages (median) | pages/s |" in out
+    assert "generated interlinked corpus" in out
+    rows = {
+        cells[0]: cells
+        for line in out.splitlines()
+        if line.startswith("| ")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    for crawler in ("crawlspace", "scrapy"):
+        assert rows[crawler][1] == "1", rows[crawler]
+        assert int(rows[crawler][2].replace(",", "")) > 0, rows[crawler]  # pages fetched
+    assert "crawlspace / Scrapy" in rows
+    assert "run 1/1 crawlspace:" in done.stderr
+    assert "run 1/1 scrapy:" in done.stderr
