@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write urls, fetches or links, one record per line")
     export.add_argument("dir", type=Path)
-    export.add_argument("--what", required=True, choices=["urls", "fetches", "links"])
+    export.add_argument("--what", required=True, choices=["urls", "fetches", "links", "events"])
     export.add_argument("--format", default="jsonl", choices=["jsonl", "csv"])
     export.set_defaults(func=_cmd_export, quiet=True, verbose=False)
     return parser

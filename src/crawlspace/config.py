@@ -69,6 +69,12 @@ class CrawlConfig:
     max_decompressed_bytes: int = 50 * MIB
     max_redirects: int = 5
     max_attempts: int = 3
+    # Backoff (frontier/backoff.py): 429/503 without Retry-After, failure retries, host pauses.
+    backoff_base: float = 5.0
+    max_backoff: float = 3600.0  # also caps Retry-After
+    retry_delay: float = 2.0
+    host_pause_after: int = 5
+    host_pause_seconds: float = 300.0
     follow_nofollow: bool = False
     # robots.txt (RFC 9309).
     robots_max_bytes: int = 512 * KIB
@@ -82,6 +88,9 @@ class CrawlConfig:
     # Output.
     warc_max_bytes: int = 1024 * MIB
     progress: bool = True
+    # Telemetry: the samples time series in crawl.db, and a Prometheus endpoint on 127.0.0.1.
+    sample_seconds: float = 5.0
+    metrics_port: int | None = None
 
     @property
     def product_token(self) -> str:

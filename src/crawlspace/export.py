@@ -23,6 +23,10 @@ QUERIES = {
         " content_sha256, text_sha256, noindex, canonical, warc_file, warc_offset, warc_length,"
         " version FROM fetches ORDER BY id"
     ),
+    "events": (
+        "SELECT event_id, seq, url, version, state, reason, status, content_sha256, text_sha256,"
+        " warc_file, warc_offset, created_at FROM events ORDER BY seq"
+    ),
     "links": (
         "SELECT f.url AS from_url, l.to_url, l.nofollow FROM links l"
         " JOIN fetches f ON f.id = l.fetch_id ORDER BY l.rowid"

@@ -21,6 +21,10 @@ class UrlCandidate:
     priority: int = 0  # lower is leased first
     redirect_hops: int = 0
     source: str = "link"
+    # From a sitemap's <url> entry (parse/sitemap.py); None for every other source.
+    lastmod: str | None = None
+    changefreq: str | None = None
+    sitemap_priority: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,14 @@ class Lease:
     etag: str | None = None
     last_modified: str | None = None
     crawl_delay: float | None = None
+    # Fencing token: the epoch of the worker the lease was granted to (0 for one-process stores);
+    # a shared frontier refuses a completion whose epoch is not the lease's (store/redis_frontier).
+    epoch: int = 0
+    # The host's throttling level and failure streak when the lease was granted (frontier/backoff.py).
+    host_backoff: int = 0
+    host_failures: int = 0
+    # How the URL entered the frontier: "sitemap" leases are read as sitemaps (visit.py).
+    source: str = "link"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +73,7 @@ class FetchRecord:
     text_sha256: str | None = None
     noindex: bool = False
     canonical: str | None = None
+    redirect_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +98,9 @@ class Completion:
     next_allowed_at: float | None = None
     etag: str | None = None
     last_modified: str | None = None
+    # New values of the host's counters (None: unchanged), see frontier/backoff.py.
+    host_backoff: int | None = None
+    host_failures: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

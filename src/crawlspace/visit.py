@@ -7,6 +7,8 @@ commit; they never touch the store, so the commit stays one transaction in ``cra
 from __future__ import annotations
 
 import dataclasses
+import random
+from collections.abc import Callable
 import email.utils
 import hashlib
 import logging
@@ -17,6 +19,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.discovery.links import Discovery
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
+from crawlspace.frontier.backoff import BackoffPolicy, HostWait
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.processors import ProcessedContent, ProcessorRegistry
@@ -36,6 +39,7 @@ from crawlspace.urls import normalize
 log = logging.getLogger("crawlspace.visit")
 
 RETRY_STATUSES = frozenset({429, 503})
+GONE_STATUSES = frozenset({404, 410})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
@@ -55,6 +59,7 @@ class Visitor:
         warc: WarcWriter,
         discovery: Discovery,
         processors: ProcessorRegistry,
+        rand: Callable[[], float] = random.random,
     ) -> None:
         self.config = config
         self.transport = transport
@@ -64,6 +69,14 @@ class Visitor:
         self.politeness = PolitenessPolicy(
             config.min_delay, config.delay_factor, config.max_crawl_delay
         )
+        self.backoff = BackoffPolicy(
+            base_seconds=config.backoff_base,
+            max_seconds=config.max_backoff,
+            retry_seconds=config.retry_delay,
+            pause_after=config.host_pause_after,
+            pause_seconds=config.host_pause_seconds,
+        )
+        self.rand = rand
         self.robots_policy = RobotsPolicy(
             config.robots_cache_seconds, config.robots_retry_delay, config.robots_max_attempts
         )
@@ -147,38 +160,65 @@ class Visitor:
             return Completion(state="excluded", reason=exc.reason)
         except FetchError as exc:
             ended = time.time()
-            next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
-            if lease.attempt < config.max_attempts:
-                return Completion(state="queued", reason=exc.reason, next_allowed_at=next_allowed)
-            return Completion(state="failed", reason=exc.reason, next_allowed_at=next_allowed)
-        next_allowed = self.politeness.next_allowed_at(
-            response.ended_at, response.elapsed, crawl_delay
-        )
-        if response.status in RETRY_STATUSES:
-            retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
-            if retry_after is not None:
-                next_allowed = max(next_allowed, response.ended_at + min(retry_after, 3600.0))
+            host = self.backoff.on_failure(
+                lease.host_backoff, lease.host_failures, lease.attempt, self.rand()
+            )
+            state = "queued" if lease.attempt < config.max_attempts else "failed"
+            completion = Completion(state=state, reason=exc.reason)
+            self._schedule_host(completion, host, ended, ended - started, crawl_delay)
+            return completion
+        host = self._host_wait(lease, response)
         location = self._archive(response)
-        completion, content = self._page_outcome(lease, response, next_allowed)
+        completion, content = self._page_outcome(lease, response)
+        self._schedule_host(completion, host, response.ended_at, response.elapsed, crawl_delay)
         completion.fetch = self._fetch_record(lease, response, location, content)
         return completion
 
+    def _host_wait(self, lease: Lease, response: FetchResponse) -> HostWait:
+        status = response.status
+        if status in RETRY_STATUSES:
+            retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
+            return self.backoff.on_throttled(
+                lease.host_backoff, lease.host_failures, retry_after, self.rand()
+            )
+        if status >= 500:
+            return self.backoff.on_failure(
+                lease.host_backoff, lease.host_failures, lease.attempt, self.rand()
+            )
+        return self.backoff.on_success(lease.host_backoff)
+
+    def _schedule_host(
+        self,
+        completion: Completion,
+        host: HostWait,
+        ended: float,
+        seconds: float,
+        crawl_delay: float | None,
+    ) -> None:
+        """The host's next start: the politeness gap, widened while it throttles us, and never
+        before a Retry-After, backoff or pause it earned."""
+        gap = self.politeness.gap(seconds, crawl_delay) * self.backoff.gap_multiplier(host.level)
+        completion.next_allowed_at = ended + max(gap, host.wait)
+        completion.host_backoff = host.level
+        completion.host_failures = host.failures
+
     def _page_outcome(
-        self, lease: Lease, response: FetchResponse, next_allowed: float
+        self, lease: Lease, response: FetchResponse
     ) -> tuple[Completion, ProcessedContent | None]:
         status = response.status
-        etag = response.header("etag")
-        last_modified = response.header("last-modified")
-        if status in RETRY_STATUSES and lease.attempt < self.config.max_attempts:
-            retry = Completion(
-                state="queued", reason=f"http_{status}", next_allowed_at=next_allowed
-            )
-            return retry, None
+        if status in RETRY_STATUSES or status >= 500:
+            state = "queued" if lease.attempt < self.config.max_attempts else "failed"
+            return Completion(state=state, reason=f"http_{status}"), None
         if status in REDIRECT_STATUSES:
-            return self._redirect(lease, response, next_allowed), None
+            return self._redirect(lease, response), None
         completion = Completion(
-            state="fetched", next_allowed_at=next_allowed, etag=etag, last_modified=last_modified
+            state="fetched", etag=response.header("etag"),
+            last_modified=response.header("last-modified"),
         )
+        if status in GONE_STATUSES:
+            # A tombstone: the URL stays known (rediscovery creates nothing) and is not refetched
+            # in this crawl; recrawl revisits it rarely.
+            completion.reason = "gone"
         if not 200 <= status < 300:
             return completion, None
         processor = self.processors.for_content_type(response.header("content-type"))
@@ -208,9 +248,9 @@ class Visitor:
             content = dataclasses.replace(content, noindex=True)
         return completion, content
 
-    def _redirect(self, lease: Lease, response: FetchResponse, next_allowed: float) -> Completion:
+    def _redirect(self, lease: Lease, response: FetchResponse) -> Completion:
         location = response.header("location")
-        completion = Completion(state="redirected", next_allowed_at=next_allowed)
+        completion = Completion(state="redirected")
         if not location:
             completion.reason = "redirect_without_location"
             return completion
@@ -257,8 +297,16 @@ class Visitor:
             warc_length=length,
             text_sha256=hashlib.sha256(text.encode()).hexdigest() if text else None,
             noindex=content.noindex if content is not None else False,
+            redirect_to=redirect_target(response),
             canonical=content.canonical if content is not None else None,
         )
+
+
+def redirect_target(response: FetchResponse) -> str | None:
+    location = response.header("location")
+    if response.status not in REDIRECT_STATUSES or not location:
+        return None
+    return normalize(location, response.url)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

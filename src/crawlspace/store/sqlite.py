@@ -17,10 +17,22 @@ from pathlib import Path
 
 from crawlspace.errors import StoreError
 from crawlspace.frontier.states import check_transition
-from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.records import (
+    Completion,
+    FetchRecord,
+    Lease,
+    LeaseKind,
+    RobotsRecord,
+    UrlCandidate,
+)
 from crawlspace.robots.policy import robots_url
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
+
+
+def event_id(url: str, version: int) -> str:
+    """A completion event's id: the same URL and version always give the same id, in any store."""
+    return f"{hashlib.sha256(url.encode()).hexdigest()[:20]}-v{version}"
 
 
 class SqliteStore:
@@ -169,11 +181,11 @@ class SqliteStore:
         expires_at = now + lease_seconds
         with self._transaction() as db:
             hosts = db.execute(
-                "SELECT id, host_key, robots_expires_at, robots_lease_id FROM hosts"
-                " WHERE ready_at <= ? ORDER BY ready_at LIMIT ?",
+                "SELECT id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures"
+                " FROM hosts WHERE ready_at <= ? ORDER BY ready_at LIMIT ?",
                 (now, limit),
             ).fetchall()
-            for host_id, host_key, robots_expires_at, robots_lease_id in hosts:
+            for host_id, host_key, robots_expires_at, robots_lease_id, level, failures in hosts:
                 lease_id = uuid.uuid4().hex
                 if robots_expires_at is None or robots_expires_at <= now:
                     if robots_lease_id is not None:
@@ -231,6 +243,8 @@ class SqliteStore:
                         expires_at,
                         etag,
                         last_modified,
+                        host_backoff=level,
+                        host_failures=failures,
                     )
                 )
         return leases
@@ -249,72 +263,70 @@ class SqliteStore:
             if host_id is None:
                 return False
             check_transition("leased", completion.state)
-            fetch_id = None
-            fetch = completion.fetch
-            if fetch is not None:
-                cur = db.execute(
-                    "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
-                    " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
-                    " noindex, canonical, warc_file, warc_offset, warc_length)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        lease.url_id,
-                        lease.version,
-                        fetch.url,
-                        fetch.final_url,
-                        fetch.status,
-                        fetch.fetched_at,
-                        fetch.duration_ms,
-                        fetch.content_type,
-                        fetch.bytes,
-                        int(fetch.truncated),
-                        fetch.content_sha256,
-                        fetch.text_sha256,
-                        int(fetch.noindex),
-                        fetch.canonical,
-                        fetch.warc_file,
-                        fetch.warc_offset,
-                        fetch.warc_length,
-                    ),
-                )
-                fetch_id = cur.lastrowid
-                db.executemany(
-                    "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
-                    [(fetch_id, link.to_url, int(link.nofollow)) for link in completion.links],
-                )
             requeue = completion.state == "queued"
+            # A retried attempt leaves its response in the WARC only: the fetch row, the links
+            # and the event belong to the visit's one terminal completion.
+            fetch = None if requeue else completion.fetch
+            if fetch is not None:
+                self._insert_fetch(db, lease, fetch, completion)
+            if not requeue:
+                self._emit_event(db, lease, completion, now)
             db.execute(
                 "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
                 " updated_at = ?, etag = COALESCE(?, etag),"
                 " last_modified = COALESCE(?, last_modified) WHERE id = ?",
-                (
-                    completion.state,
-                    completion.reason,
-                    now,
-                    completion.etag,
-                    completion.last_modified,
-                    lease.url_id,
-                ),
+                (completion.state, completion.reason, now, completion.etag,
+                 completion.last_modified, lease.url_id),
             )
             db.execute(
                 "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + ?,"
-                " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
-                (
-                    int(requeue),
-                    int(fetch is not None),
-                    completion.next_allowed_at if completion.next_allowed_at is not None else 0.0,
-                    host_id,
-                ),
+                " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?),"
+                " backoff_level = COALESCE(?, backoff_level), failures = COALESCE(?, failures)"
+                " WHERE id = ?",
+                (int(requeue), int(fetch is not None), completion.next_allowed_at or 0.0,
+                 completion.host_backoff, completion.host_failures, host_id),
             )
             if completion.discovered:
                 result = self._add(db, completion.discovered, now)
-                completion.rejections.update(
-                    {k: completion.rejections.get(k, 0) + v for k, v in result.rejected.items()}
-                )
+                for reason, n in result.rejected.items():
+                    completion.rejections[reason] = completion.rejections.get(reason, 0) + n
             if completion.excluded:
                 self._record_excluded(db, completion.excluded, lease.depth + 1, now)
             self._count(db, completion.rejections)
         return True
+
+    def _insert_fetch(
+        self, db: sqlite3.Connection, lease: Lease, fetch: FetchRecord, completion: Completion
+    ) -> None:
+        cur = db.execute(
+            "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
+            " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
+            " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (lease.url_id, lease.version, fetch.url, fetch.final_url, fetch.status,
+             fetch.fetched_at, fetch.duration_ms, fetch.content_type, fetch.bytes,
+             int(fetch.truncated), fetch.content_sha256, fetch.text_sha256, int(fetch.noindex),
+             fetch.canonical, fetch.warc_file, fetch.warc_offset, fetch.warc_length,
+             fetch.redirect_to),
+        )
+        db.executemany(
+            "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
+            [(cur.lastrowid, link.to_url, int(link.nofollow)) for link in completion.links],
+        )
+
+    def _emit_event(
+        self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
+    ) -> None:
+        fetch = completion.fetch
+        db.execute(
+            "INSERT INTO events (event_id, url, version, state, reason, status, content_sha256,"
+            " text_sha256, warc_file, warc_offset, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_id(lease.url, lease.version), lease.url, lease.version, completion.state,
+             completion.reason, fetch.status if fetch else None,
+             fetch.content_sha256 if fetch else None, fetch.text_sha256 if fetch else None,
+             fetch.warc_file if fetch else None, fetch.warc_offset if fetch else None, now),
+        )
 
     def release(self, lease: Lease, now: float) -> bool:
         return self._give_back(lease, now, tried=False)
@@ -459,6 +471,14 @@ class SqliteStore:
 
     def set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def record_sample(self, sample: dict[str, float | None]) -> None:
+        """One row of the ``samples`` time series (keys are its column names)."""
+        columns = ", ".join(sample)
+        marks = ", ".join("?" * len(sample))
+        self._db.execute(
+            f"INSERT OR REPLACE INTO samples ({columns}) VALUES ({marks})", tuple(sample.values())
+        )
 
     def close(self) -> None:
         self._db.close()

@@ -23,6 +23,8 @@ CREATE TABLE IF NOT EXISTS hosts (
     robots_lease_id         TEXT,
     robots_lease_expires_at REAL,
     robots_expires_at       REAL,
+    backoff_level           INTEGER NOT NULL DEFAULT 0,
+    failures                INTEGER NOT NULL DEFAULT 0,
     -- Derived, never written: the ready-host heap is an index over this column, so it cannot
     -- drift from the counters it is computed from.
     ready_at REAL GENERATED ALWAYS AS (
@@ -88,7 +90,26 @@ CREATE TABLE IF NOT EXISTS fetches (
     warc_file      TEXT,
     warc_offset    INTEGER,
     warc_length    INTEGER,
+    redirect_to    TEXT,
     UNIQUE (url_id, version)
+);
+
+-- The append-only log downstream indexers consume: exactly one event per (URL, version), written
+-- in the same transaction as the completion that it reports, so a crash or a replayed completion
+-- can neither lose nor double it. event_id is stable: the same URL and version give the same id.
+CREATE TABLE IF NOT EXISTS events (
+    seq            INTEGER PRIMARY KEY,
+    event_id       TEXT NOT NULL UNIQUE,
+    url            TEXT NOT NULL,
+    version        INTEGER NOT NULL,
+    state          TEXT NOT NULL,
+    reason         TEXT,
+    status         INTEGER,
+    content_sha256 TEXT,
+    text_sha256    TEXT,
+    warc_file      TEXT,
+    warc_offset    INTEGER,
+    created_at     REAL NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS links (
@@ -101,5 +122,21 @@ CREATE INDEX IF NOT EXISTS links_fetch ON links (fetch_id);
 CREATE TABLE IF NOT EXISTS counters (
     name  TEXT PRIMARY KEY,
     value INTEGER NOT NULL
+);
+
+-- Time series sampled every sample_seconds during a crawl (telemetry/sampler.py): what the
+-- dashboard and `crawlspace report` plot. Totals are cumulative over the directory's runs.
+CREATE TABLE IF NOT EXISTS samples (
+    ts              REAL PRIMARY KEY,
+    pages           INTEGER NOT NULL,
+    pages_per_s     REAL NOT NULL,
+    queued          INTEGER NOT NULL,
+    ready_hosts     INTEGER NOT NULL,
+    in_flight       INTEGER NOT NULL,
+    discovered      INTEGER NOT NULL,
+    discovery_ratio REAL,
+    errors          INTEGER NOT NULL,
+    bytes           INTEGER NOT NULL,
+    duplicates      INTEGER NOT NULL DEFAULT 0
 );
 """

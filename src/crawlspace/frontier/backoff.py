@@ -1,0 +1,66 @@
+"""How long a host waits after it said "slow down" or kept failing. Pure; randomness is injected.
+
+Two per-host counters travel with each lease and come back with its completion (the host's token
+is exclusive, so there are no lost updates):
+
+* ``level`` (throttling): +1 on 429/503, -1 on a success. The normal politeness gap is multiplied
+  by ``widen_factor ** level``, so a host that throttles us is visited less often for a while and
+  recovers slowly, never below the configured minimum.
+* ``failures`` (consecutive connection errors, timeouts, 5xx): reset by any response that is not
+  a server error. After ``pause_after`` of them in a row the host is paused, not hammered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class HostWait:
+    """The host's new counters and the minimum wait before its next request."""
+
+    level: int
+    failures: int
+    wait: float
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    base_seconds: float = 5.0
+    max_seconds: float = 3600.0  # also caps Retry-After, so a server cannot park us for a week
+    widen_factor: float = 2.0
+    max_level: int = 6
+    jitter: float = 0.25
+    retry_seconds: float = 2.0
+    pause_after: int = 5
+    pause_seconds: float = 300.0
+
+    def gap_multiplier(self, level: int) -> float:
+        return float(self.widen_factor ** max(0, min(level, self.max_level)))
+
+    def _jittered(self, seconds: float, rand: float) -> float:
+        # Full jitter around the nominal wait spreads retries of many URLs of one host (and of
+        # many hosts behind one server) instead of synchronizing them (AWS "Exponential Backoff
+        # and Jitter", 2015).
+        return max(0.0, seconds * (1.0 + self.jitter * (2.0 * rand - 1.0)))
+
+    def on_success(self, level: int) -> HostWait:
+        return HostWait(max(0, level - 1), 0, 0.0)
+
+    def on_throttled(self, level: int, failures: int, retry_after: float | None, rand: float) -> HostWait:
+        """429 or 503: honour Retry-After (capped), else exponential backoff with jitter."""
+        new_level = min(level + 1, self.max_level)
+        if retry_after is not None:
+            wait = min(max(retry_after, 0.0), self.max_seconds)
+        else:
+            wait = min(self._jittered(self.base_seconds * 2.0**level, rand), self.max_seconds)
+        return HostWait(new_level, failures, wait)
+
+    def on_failure(self, level: int, failures: int, attempt: int, rand: float) -> HostWait:
+        """A connection error, timeout or 5xx: retry later; pause the host after a streak."""
+        streak = failures + 1
+        wait = self._jittered(self.retry_seconds * 2.0 ** max(attempt - 1, 0), rand)
+        if streak >= self.pause_after:
+            wait = max(wait, min(self.pause_seconds * 2.0 ** (streak - self.pause_after),
+                                 self.max_seconds))
+        return HostWait(level, streak, min(wait, self.max_seconds))
