@@ -58,6 +58,7 @@ class CrawlConfig:
     delay_factor: float = 10.0
     max_in_flight_per_host: int = 1
     concurrency: int = 32
+    parse_workers: int = 2  # threads for parsing (lexbor releases the GIL)
     duration: float | None = None
     allow_nets: tuple[str, ...] = ()
     resolve: tuple[ResolveOverride, ...] = ()
@@ -91,6 +92,10 @@ class CrawlConfig:
     # Telemetry: the samples time series in crawl.db, and a Prometheus endpoint on 127.0.0.1.
     sample_seconds: float = 5.0
     metrics_port: int | None = None
+    # Sitemaps (discovery/sitemaps.py): extra sitemap URLs (--sitemap), and how deep sitemap
+    # indexes may nest (0: only the named sitemaps; sitemaps.org allows one index level).
+    sitemaps: tuple[str, ...] = ()
+    max_sitemap_depth: int = 2
 
     @property
     def product_token(self) -> str:
@@ -142,7 +147,7 @@ class CrawlConfig:
 
 
 _FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
-_TUPLE_FIELDS = {"allow_hosts", "allow_nets", "resolve"}
+_TUPLE_FIELDS = {"allow_hosts", "allow_nets", "resolve", "sitemaps"}
 
 
 def _coerce(name: str, value: Any) -> Any:

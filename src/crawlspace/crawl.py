@@ -24,15 +24,18 @@ from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
 from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
 from crawlspace.discovery.scope import Scope
+from crawlspace.discovery.sitemaps import admit_declared_sitemaps
 from crawlspace.errors import ConfigError, OutputDirError
 from crawlspace.fetch.transport import Transport
 from crawlspace.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
-from crawlspace.robots.policy import DISALLOW_ALL, UNAVAILABLE_ERROR, rules_for
+from crawlspace.robots.policy import DISALLOW_ALL, RULES, UNAVAILABLE_ERROR, rules_for
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
+from crawlspace.stages import StagePools
 from crawlspace.store.warc import WarcWriter, recover_open_files
+from crawlspace.telemetry import Telemetry
 from crawlspace.visit import Visitor
 
 log = logging.getLogger("crawlspace.crawl")
@@ -92,6 +95,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self.pages_done = 0
         self.errors = 0
+        self.telemetry = Telemetry(config, self.store)
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -123,6 +127,21 @@ class Crawler:
             candidates.append(candidate)
         return self.store.add(candidates, self.clock.now()).added
 
+    def add_sitemaps(self, urls: Iterable[str], *, widen_scope: bool = True) -> int:
+        """Enqueue sitemap URLs (discovery/sitemaps.py); like seeds, ``--sitemap`` hosts join
+        the scope. robots.txt Sitemap lines pass ``widen_scope=False``: they must be in scope."""
+        urls = [url.strip() for url in urls]
+        if widen_scope:
+            for url in urls:
+                candidate, _ = self.discovery.admit_one(url, depth=0, source="sitemap")
+                if candidate is None:
+                    raise ConfigError(f"sitemap {url!r} is not a usable http(s) URL")
+                self.scope.add_seed(candidate.url)
+        admission = admit_declared_sitemaps(self.discovery, urls)
+        if admission.rejections:
+            self.store.count_rejections(dict(admission.rejections))
+        return self.store.add(admission.candidates, self.clock.now()).added
+
     def register_processor(self, mime_type: str, processor: ContentProcessor) -> None:
         self.processors.register(mime_type, processor)
 
@@ -143,6 +162,7 @@ class Crawler:
         self._wake = asyncio.Event()
         started = time.monotonic()
         recovered = self.store.recover(self.clock.now())
+        self.add_sitemaps(self.config.sitemaps)
         if recovered:
             log.info("returned %d leases of an earlier run to their queues", recovered)
         warc_dir = self.out_dir / "warc"
@@ -152,7 +172,8 @@ class Crawler:
             warc_dir, max_bytes=self.config.warc_max_bytes, software=f"crawlspace/{__version__}"
         )
         transport = self._transport or self._default_transport()
-        visitor = Visitor(self.config, transport, warc, self.discovery, self.processors)
+        pools = StagePools(self.config.parse_workers)
+        visitor = Visitor(self.config, transport, warc, self.discovery, self.processors, pools)
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
         try:
@@ -162,7 +183,9 @@ class Crawler:
                 loop.remove_signal_handler(sig)
             if self._transport is None:
                 await transport.close()
+            pools.close()
             warc.close()
+            self.telemetry.close(self.clock.now())
             self.store.set_meta("last_run_ended_at", str(self.clock.now()))
         return CrawlSummary(
             stop_reason=self._stop_reason or "done",
@@ -206,7 +229,7 @@ class Crawler:
             if self._stop_reason is not None:
                 break
             if now - last_expire >= EXPIRE_EVERY:
-                self.store.expire_leases(now)
+                self.telemetry.on_expired(self.store.expire_leases(now))
                 last_expire = now
             free = config.concurrency - len(tasks)
             if config.max_pages is not None:
@@ -218,6 +241,7 @@ class Crawler:
                 task.add_done_callback(functools.partial(self._on_task_done, tasks))
             if progress is not None:
                 progress.update(self, len(tasks))  # type: ignore[attr-defined]
+            self.telemetry.tick(now, len(tasks))
             if leases:
                 await asyncio.sleep(0)
                 continue
@@ -255,8 +279,13 @@ class Crawler:
             if lease.kind is LeaseKind.ROBOTS:
                 previous = self.store.robots(lease.host_key)
                 visit = await visitor.visit_robots(lease, previous)
+                rules = rules_for(visit.record)
+                if visit.record.outcome == RULES and visit.record.attempts == 0 and rules.sitemaps:
+                    # A fresh robots.txt: its sitemaps are seeds. Added before the robots commit,
+                    # so a crash in between refetches robots.txt and adds them again (deduped).
+                    self.add_sitemaps(rules.sitemaps, widen_scope=False)
                 if self.store.complete_robots(lease, visit.record, visit.next_allowed_at):
-                    self._robots_cache[lease.host_key] = (visit.record, rules_for(visit.record))
+                    self._robots_cache[lease.host_key] = (visit.record, rules)
                 return
             record, rules = self._robots_for(lease.host_key)
             if record.outcome == DISALLOW_ALL and record.error != UNAVAILABLE_ERROR:
@@ -275,7 +304,9 @@ class Crawler:
             self.store.release(lease, self.clock.now())
 
     def _commit(self, lease: Lease, completion: Completion) -> None:
-        if self.store.complete(lease, completion, self.clock.now()) and completion.fetch:
+        committed = self.store.complete(lease, completion, self.clock.now())
+        self.telemetry.on_commit(lease.host_key, completion, committed)
+        if committed and completion.fetch:
             self.pages_done += 1
             if completion.fetch.status >= 400:
                 self.errors += 1

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 
 from crawlspace.config import CrawlConfig
 from crawlspace.discovery.links import Discovery
+from crawlspace.discovery.sitemaps import SITEMAP_SOURCE, admit_sitemap_body, is_sitemap_response
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy, HostWait
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.directives import parse_x_robots_tag
+from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
 from crawlspace.processors import ProcessedContent, ProcessorRegistry
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -33,6 +35,7 @@ from crawlspace.robots.policy import (
     after_redirects,
     classify_status,
 )
+from crawlspace.stages import StagePools
 from crawlspace.store.warc import WarcWriter
 from crawlspace.urls import normalize
 
@@ -59,8 +62,10 @@ class Visitor:
         warc: WarcWriter,
         discovery: Discovery,
         processors: ProcessorRegistry,
+        pools: StagePools,
         rand: Callable[[], float] = random.random,
     ) -> None:
+        self.pools = pools
         self.config = config
         self.transport = transport
         self.warc = warc
@@ -81,8 +86,9 @@ class Visitor:
             config.robots_cache_seconds, config.robots_retry_delay, config.robots_max_attempts
         )
 
-    def _archive(self, response: FetchResponse) -> tuple[str, int, int]:
-        location = self.warc.write_exchange(
+    async def _archive(self, response: FetchResponse) -> tuple[str, int, int]:
+        location = await self.pools.archive(
+            self.warc.write_exchange,
             url=response.url,
             request_headers=response.request_headers,
             http_version=response.http_version,
@@ -114,7 +120,7 @@ class Visitor:
             except FetchError as exc:
                 status, error = None, exc.reason
                 break
-            self._archive(response)
+            await self._archive(response)
             status, body = response.status, response.body
             if classify_status(status) != REDIRECT:
                 break
@@ -154,7 +160,11 @@ class Visitor:
             headers.append(("If-Modified-Since", lease.last_modified))
         started = time.time()
         try:
-            response = await self.transport.fetch(FetchRequest(lease.url, headers=headers))
+            # sitemaps.org allows 50 MiB per sitemap, more than an ordinary page's limit.
+            limit = MAX_SITEMAP_BYTES if lease.source == SITEMAP_SOURCE else None
+            response = await self.transport.fetch(
+                FetchRequest(lease.url, headers=headers, max_body_bytes=limit)
+            )
         except BlockedAddressError as exc:
             log.warning("refused %s: %s", lease.url, exc)
             return Completion(state="excluded", reason=exc.reason)
@@ -168,8 +178,8 @@ class Visitor:
             self._schedule_host(completion, host, ended, ended - started, crawl_delay)
             return completion
         host = self._host_wait(lease, response)
-        location = self._archive(response)
-        completion, content = self._page_outcome(lease, response)
+        location = await self._archive(response)
+        completion, content = await self._page_outcome(lease, response)
         self._schedule_host(completion, host, response.ended_at, response.elapsed, crawl_delay)
         completion.fetch = self._fetch_record(lease, response, location, content)
         return completion
@@ -202,7 +212,7 @@ class Visitor:
         completion.host_backoff = host.level
         completion.host_failures = host.failures
 
-    def _page_outcome(
+    async def _page_outcome(
         self, lease: Lease, response: FetchResponse
     ) -> tuple[Completion, ProcessedContent | None]:
         status = response.status
@@ -221,10 +231,26 @@ class Visitor:
             completion.reason = "gone"
         if not 200 <= status < 300:
             return completion, None
+        if is_sitemap_response(lease.source, response.header("content-type")):
+            # Its URLs enter like links, through the same admission (discovery/sitemaps.py).
+            admission, completion.reason = admit_sitemap_body(
+                self.discovery,
+                response.body,
+                url=lease.url,
+                depth=lease.depth,
+                max_sitemap_depth=self.config.max_sitemap_depth,
+                cut_in_transfer=response.truncated,
+            )
+            completion.links = admission.links
+            completion.discovered = admission.candidates
+            completion.excluded = admission.excluded
+            completion.rejections = dict(admission.rejections)
+            return completion, None
         processor = self.processors.for_content_type(response.header("content-type"))
         if processor is None:
             return completion, None
-        content = processor(
+        content = await self.pools.parse(
+            processor,
             response.body,
             url=response.url,
             content_type=response.header("content-type"),
