@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,16 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT:ADDR",
         help="use ADDR for HOST:PORT instead of DNS, like curl (repeatable)",
     )
+    add(
+        "--sitemap",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="crawl the URLs this sitemap (or sitemap index) lists (repeatable)",
+    )
+    add("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on 127.0.0.1")
+    add("--dashboard", action="store_true", help="serve the live dashboard on 127.0.0.1")
+    add("--dashboard-port", type=int, default=8765, metavar="PORT", help="(default 8765)")
     add("-q", "--quiet", action="store_true", help="no progress line, warnings only")
     add("-v", "--verbose", action="store_true", help="debug logging")
     add("--log-json", action="store_true", help="structured JSON log lines on stderr")
@@ -72,6 +83,8 @@ def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
         "duration": args.duration,
         "allow_nets": tuple(args.allow_net),
         "resolve": tuple(args.resolve),
+        "sitemaps": tuple(args.sitemap),
+        "metrics_port": args.metrics_port,
     }
     overrides.update(extra)
     return build_config(args.config, **overrides)
@@ -110,8 +123,18 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
             if line.strip() and not line.startswith("#")
         ]
     config = _config_from(args, progress=not args.quiet)
-    summary = run_crawl(config, args.out, seeds)
+    if args.dashboard:
+        from crawlspace.dashboard.server import DashboardServer
+
+        with DashboardServer(args.out, args.dashboard_port) as dashboard:
+            print(f"dashboard at {dashboard.url}", file=sys.stderr, flush=True)
+            summary = run_crawl(config, args.out, seeds)
+    else:
+        summary = run_crawl(config, args.out, seeds)
     print_summary(args.out, summary)
+    if summary.error:
+        print(f"crawlspace: error: {summary.error}", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -136,8 +159,63 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from crawlspace.export import write_export
 
+    if args.format == "parquet":
+        from crawlspace.telemetry.parquet import write_parquet
+
+        write_parquet(args.dir, args.what, args.output)
+        return 0
     write_export(args.dir, args.what, args.format, sys.stdout)
     return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from crawlspace.dashboard.server import serve_forever
+
+    serve_forever(args.dir, args.port)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from crawlspace.dashboard import write_report
+
+    print(f"wrote {write_report(args.dir, args.out)}")
+    return 0
+
+
+def _cmd_seed(args: argparse.Namespace) -> int:
+    from crawlspace.worker import seed_frontier
+
+    config = _config_from(args, progress=False)
+    added = seed_frontier(
+        config, args.frontier, args.seeds, namespace=args.namespace, buckets=args.buckets
+    )
+    print(f"added {added} of {len(args.seeds)} seeds to {args.frontier}")
+    return 0
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    from crawlspace.runner import print_summary
+    from crawlspace.worker import run_worker
+
+    config = _config_from(args, progress=False)
+    summary = run_worker(
+        config, args.out, args.frontier, namespace=args.namespace, buckets=args.buckets
+    )
+    if not args.quiet:
+        print_summary(args.out, summary)
+    return 3 if summary.error else 0
+
+
+def _frontier_options(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add(
+        "--frontier",
+        required=True,
+        metavar="URL",
+        help="redis://HOST:PORT or redis+cluster://HOST:PORT,HOST:PORT,... (shared frontier)",
+    )
+    add("--namespace", default="cs", help="key prefix of this crawl in Redis (default cs)")
+    add("--buckets", type=int, default=1024, help="host buckets; the same for every process")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,9 +243,38 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write urls, fetches or links, one record per line")
     export.add_argument("dir", type=Path)
-    export.add_argument("--what", required=True, choices=["urls", "fetches", "links", "events"])
-    export.add_argument("--format", default="jsonl", choices=["jsonl", "csv"])
+    export.add_argument(
+        "--what",
+        required=True,
+        choices=["urls", "fetches", "links", "events", "hosts", "duplicates"],
+    )
+    export.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"])
+    export.add_argument(
+        "--output", type=Path, help="file to write (required for parquet; default stdout)"
+    )
     export.set_defaults(func=_cmd_export, quiet=True, verbose=False)
+
+    serve = sub.add_parser("serve", help="serve a live dashboard of a crawl on 127.0.0.1")
+    serve.add_argument("dir", type=Path)
+    serve.add_argument("--port", type=int, default=8765)
+    serve.set_defaults(func=_cmd_serve, quiet=False, verbose=False)
+
+    report = sub.add_parser("report", help="write a self-contained HTML report of a crawl")
+    report.add_argument("dir", type=Path)
+    report.add_argument("--out", type=Path, default=Path("report.html"))
+    report.set_defaults(func=_cmd_report, quiet=True, verbose=False)
+
+    seed = sub.add_parser("seed", help="add seed URLs to a shared (Redis) frontier")
+    seed.add_argument("seeds", nargs="+", metavar="SEED_URL")
+    _frontier_options(seed)
+    _crawl_options(seed)
+    seed.set_defaults(func=_cmd_seed)
+
+    worker = sub.add_parser("worker", help="crawl from a shared (Redis) frontier, one of many")
+    worker.add_argument("--out", type=Path, required=True, help="this worker's own directory")
+    _frontier_options(worker)
+    _crawl_options(worker)
+    worker.set_defaults(func=_cmd_worker)
     return parser
 
 
@@ -181,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except (OSError, sqlite3.DatabaseError) as exc:
+        # Committed state is intact: the same command resumes once the cause is fixed.
+        print(f"crawlspace: error: cannot read or write the crawl files: {exc}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from crawlspace import __version__
+from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.errors import ConfigError
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
@@ -70,6 +71,7 @@ class CrawlConfig:
     max_decompressed_bytes: int = 50 * MIB
     max_redirects: int = 5
     max_attempts: int = 3
+    lease_grace: float = 60.0  # a lease lives total_timeout + this long before it expires
     # Backoff (frontier/backoff.py): 429/503 without Retry-After, failure retries, host pauses.
     backoff_base: float = 5.0
     max_backoff: float = 3600.0  # also caps Retry-After
@@ -96,6 +98,19 @@ class CrawlConfig:
     # indexes may nest (0: only the named sitemaps; sitemaps.org allows one index level).
     sitemaps: tuple[str, ...] = ()
     max_sitemap_depth: int = 2
+    # URL policy normalization (discovery/policy_normalize.py): query parameters dropped (a
+    # trailing * is a prefix), hosts whose query parameters are sorted (".example.com" = domain),
+    # "/dir/index.html" -> "/dir/", "/dir/" -> "/dir".
+    strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
+    sort_query_hosts: tuple[str, ...] = ()
+    fold_index_html: bool = False
+    fold_trailing_slash: bool = False
+    # Seen-set Bloom accelerator (dedup/seen.py), sized for this many URLs at this false-positive
+    # rate (~1.2 MB per million URLs at 1%); 0 turns it off. Content dedup: simhash Hamming
+    # distance for near-duplicates (Manku et al. 2007 use 3 of 64 bits).
+    bloom_expected_urls: int = 1_000_000
+    bloom_fp_rate: float = 0.01
+    near_duplicate_bits: int = 3
 
     @property
     def product_token(self) -> str:
@@ -105,7 +120,7 @@ class CrawlConfig:
     @property
     def lease_seconds(self) -> float:
         """A lease must outlive the longest fetch, or a slow fetch would let a second one start."""
-        return self.total_timeout + 60.0
+        return self.total_timeout + self.lease_grace
 
     def __post_init__(self) -> None:
         if self.scope not in get_args(Scope):
@@ -134,6 +149,10 @@ class CrawlConfig:
             raise ConfigError(f"max_depth must be >= 0 (got {self.max_depth})")
         if self.robots_max_bytes < 500 * KIB:
             raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
+        if self.bloom_expected_urls < 0 or not 0.0 < self.bloom_fp_rate < 1.0:
+            raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
+        if not 0 <= self.near_duplicate_bits < 64:
+            raise ConfigError(f"near_duplicate_bits must be 0..63 (got {self.near_duplicate_bits})")
         for net in self.allow_nets:
             try:
                 ipaddress.ip_network(net, strict=False)
@@ -147,7 +166,9 @@ class CrawlConfig:
 
 
 _FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
-_TUPLE_FIELDS = {"allow_hosts", "allow_nets", "resolve", "sitemaps"}
+_TUPLE_FIELDS = {
+    "allow_hosts", "allow_nets", "resolve", "sitemaps", "strip_params", "sort_query_hosts"
+}
 
 
 def _coerce(name: str, value: Any) -> Any:

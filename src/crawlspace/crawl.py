@@ -14,29 +14,34 @@ import functools
 import logging
 import os
 import signal
+import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlspace import __version__
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
+from crawlspace.dedup.near_index import NearDuplicateIndex
+from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
+from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.discovery.sitemaps import admit_declared_sitemaps
 from crawlspace.errors import ConfigError, OutputDirError
+from crawlspace.faults import crash_point, drop_ack
 from crawlspace.fetch.transport import Transport
 from crawlspace.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
-from crawlspace.robots.policy import DISALLOW_ALL, RULES, UNAVAILABLE_ERROR, rules_for
+from crawlspace.robots.policy import RULES, rules_for
+from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
-from crawlspace.stages import StagePools
 from crawlspace.store.warc import WarcWriter, recover_open_files
 from crawlspace.telemetry import Telemetry
-from crawlspace.visit import Visitor
+from crawlspace.visit import Visitor, robots_retrying
 
 log = logging.getLogger("crawlspace.crawl")
 
@@ -54,6 +59,7 @@ class CrawlSummary:
     errors: int = 0
     elapsed: float = 0.0
     out_dir: str = ""
+    error: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -73,6 +79,7 @@ class Crawler:
         clock: Clock | None = None,
         transport: Transport | None = None,
         filters: Sequence[UrlFilter] = (),
+        store_factory: Callable[[Path], SqliteStore] | None = None,
     ) -> None:
         self.config = config
         self.out_dir = Path(out_dir)
@@ -80,13 +87,28 @@ class Crawler:
         self._transport = transport
         self.processors = ProcessorRegistry()
         self._lock_fd = self._lock_out_dir()
-        self.store = SqliteStore(
-            self.out_dir / "crawl.db",
-            FrontierLimits(config.max_in_flight_per_host, config.max_pages_per_host),
-        )
+        if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
+            self.store = store_factory(self.out_dir / "crawl.db")
+        else:
+            self.store = SqliteStore(
+                self.out_dir / "crawl.db",
+                FrontierLimits(config.max_in_flight_per_host, config.max_pages_per_host),
+                seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
+                near_index=NearDuplicateIndex(config.near_duplicate_bits),
+            )
         self.scope = Scope(config.scope, self.store.seed_urls(), config.allow_hosts)
         self.discovery = Discovery(
-            EntryRules(config.max_depth, config.max_url_length, config.follow_nofollow),
+            EntryRules(
+                config.max_depth,
+                config.max_url_length,
+                config.follow_nofollow,
+                UrlPolicy(
+                    config.strip_params,
+                    config.sort_query_hosts,
+                    config.fold_index_html,
+                    config.fold_trailing_slash,
+                ),
+            ),
             self.scope,
             filters,
         )
@@ -95,6 +117,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self.pages_done = 0
         self.errors = 0
+        self.fatal_error: str | None = None
         self.telemetry = Telemetry(config, self.store)
 
     # -- setup ---------------------------------------------------------------------------------
@@ -173,7 +196,9 @@ class Crawler:
         )
         transport = self._transport or self._default_transport()
         pools = StagePools(self.config.parse_workers)
-        visitor = Visitor(self.config, transport, warc, self.discovery, self.processors, pools)
+        visitor = Visitor(
+            self.config, transport, warc, self.discovery, processors=self.processors, pools=pools
+        )
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
         try:
@@ -189,6 +214,7 @@ class Crawler:
             self.store.set_meta("last_run_ended_at", str(self.clock.now()))
         return CrawlSummary(
             stop_reason=self._stop_reason or "done",
+            error=self.fatal_error,
             pages=self.pages_done,
             errors=self.errors,
             elapsed=time.monotonic() - started,
@@ -228,7 +254,7 @@ class Crawler:
                 self.request_stop("max_pages")
             if self._stop_reason is not None:
                 break
-            if now - last_expire >= EXPIRE_EVERY:
+            if now - last_expire >= min(EXPIRE_EVERY, config.lease_seconds / 4):
                 self.telemetry.on_expired(self.store.expire_leases(now))
                 last_expire = now
             free = config.concurrency - len(tasks)
@@ -288,23 +314,34 @@ class Crawler:
                     self._robots_cache[lease.host_key] = (visit.record, rules)
                 return
             record, rules = self._robots_for(lease.host_key)
-            if record.outcome == DISALLOW_ALL and record.error != UNAVAILABLE_ERROR:
+            if robots_retrying(record):
                 # robots.txt is only temporarily unreachable: wait for its retry, exclude nothing.
                 self.store.release(lease, self.clock.now())
                 return
-            robots_ok = record.error != UNAVAILABLE_ERROR or record.outcome != DISALLOW_ALL
-            completion = await visitor.visit_page(lease, rules, robots_ok)
+            completion = await visitor.visit_page(lease, record, rules)
             self._commit(lease, completion)
         except asyncio.CancelledError:
             self.store.release(lease, self.clock.now())
             raise
+        except (OSError, sqlite3.DatabaseError) as exc:
+            # The output is unwritable (disk full, quota, read-only): every further visit would
+            # fail the same way, so stop cleanly; committed state is intact and resumes later.
+            self.fatal_error = f"cannot write the crawl output in {self.out_dir}: {exc}"
+            log.error("%s; stopping", self.fatal_error)
+            self.request_stop("storage_error")
+            with contextlib.suppress(OSError, sqlite3.DatabaseError):
+                self.store.release(lease, self.clock.now())
         except Exception:
             self.errors += 1
             log.exception("visit of %s failed; its lease is released", lease.url)
             self.store.release(lease, self.clock.now())
 
     def _commit(self, lease: Lease, completion: Completion) -> None:
+        crash_point("before_commit")
+        if drop_ack():
+            return
         committed = self.store.complete(lease, completion, self.clock.now())
+        crash_point("after_commit")
         self.telemetry.on_commit(lease.host_key, completion, committed)
         if committed and completion.fetch:
             self.pages_done += 1

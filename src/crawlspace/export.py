@@ -15,13 +15,14 @@ from crawlspace.urls import host_key
 QUERIES = {
     "urls": (
         "SELECT u.url, h.host_key, u.depth, u.state, u.reason, u.version, u.attempts,"
-        " u.source, u.discovered_at, u.updated_at, u.etag, u.last_modified"
+        " u.source, u.discovered_at, u.updated_at, u.etag, u.last_modified,"
+        " u.lastmod, u.changefreq, u.sitemap_priority"
         " FROM urls u LEFT JOIN hosts h ON h.id = u.host_id ORDER BY u.id"
     ),
     "fetches": (
         "SELECT url, final_url, status, fetched_at, duration_ms, content_type, bytes, truncated,"
         " content_sha256, text_sha256, noindex, canonical, warc_file, warc_offset, warc_length,"
-        " version FROM fetches ORDER BY id"
+        " version, redirect_to FROM fetches ORDER BY id"
     ),
     "events": (
         "SELECT event_id, seq, url, version, state, reason, status, content_sha256, text_sha256,"
@@ -30,6 +31,21 @@ QUERIES = {
     "links": (
         "SELECT f.url AS from_url, l.to_url, l.nofollow FROM links l"
         " JOIN fetches f ON f.id = l.fetch_id ORDER BY l.rowid"
+    ),
+    # Each host's robots.txt state (RFC 9309) next to its crawl counters.
+    "hosts": (
+        "SELECT h.host_key, r.status AS robots_status, r.outcome AS robots_outcome,"
+        " r.fetched_at AS robots_fetched_at, r.expires_at AS robots_expires_at,"
+        " r.body_sha256 AS robots_sha256, r.attempts AS robots_attempts,"
+        " r.error AS robots_error, h.fetched, h.queued"
+        " FROM hosts h LEFT JOIN robots r ON r.host_id = h.id ORDER BY h.id"
+    ),
+    # Fetches whose extracted text equals another fetch's: one group per text_sha256.
+    "duplicates": (
+        "SELECT text_sha256, url, final_url, status, fetched_at, canonical, content_sha256"
+        " FROM fetches WHERE text_sha256 IN (SELECT text_sha256 FROM fetches"
+        " WHERE text_sha256 IS NOT NULL GROUP BY text_sha256 HAVING COUNT(*) > 1)"
+        " ORDER BY text_sha256, id"
     ),
 }
 FORMATS = ("jsonl", "csv")

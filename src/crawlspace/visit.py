@@ -7,18 +7,20 @@ commit; they never touch the store, so the commit stays one transaction in ``cra
 from __future__ import annotations
 
 import dataclasses
-import random
-from collections.abc import Callable
 import email.utils
 import hashlib
 import logging
+import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from crawlspace.config import CrawlConfig
+from crawlspace.dedup.simhash import simhash64
 from crawlspace.discovery.links import Discovery
 from crawlspace.discovery.sitemaps import SITEMAP_SOURCE, admit_sitemap_body, is_sitemap_response
 from crawlspace.errors import BlockedAddressError, FetchError
+from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy, HostWait
 from crawlspace.frontier.politeness import PolitenessPolicy
@@ -61,6 +63,7 @@ class Visitor:
         transport: Transport,
         warc: WarcWriter,
         discovery: Discovery,
+        *,
         processors: ProcessorRegistry,
         pools: StagePools,
         rand: Callable[[], float] = random.random,
@@ -117,6 +120,16 @@ class Visitor:
                 response = await self.transport.fetch(
                     FetchRequest(url, max_body_bytes=self.config.robots_max_bytes)
                 )
+            except BlockedAddressError as exc:
+                # Not a transient failure: our own policy forbids the host, so give up at once
+                # (no request was made, so the host's clock does not move).
+                now = time.time()
+                record = RobotsRecord(
+                    lease.host_key, None, DISALLOW_ALL, b"", now,
+                    now + self.config.robots_cache_seconds,
+                    self.config.robots_max_attempts, exc.reason,
+                )
+                return RobotsVisit(record, now)
             except FetchError as exc:
                 status, error = None, exc.reason
                 break
@@ -139,17 +152,17 @@ class Visitor:
         if record.outcome == "rules":
             crawl_delay = RobotsTxt.parse(record.body).crawl_delay(self.config.user_agent)
         next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
-        if record.outcome == DISALLOW_ALL and record.error != UNAVAILABLE_ERROR:
+        if robots_retrying(record):
             # Unreachable robots.txt: nothing may be fetched until the retry, so wait for it.
             next_allowed = max(next_allowed, record.expires_at)
         return RobotsVisit(record, next_allowed)
 
     # -- pages -------------------------------------------------------------------------------
 
-    async def visit_page(self, lease: Lease, rules: RobotsTxt, robots_ok: bool) -> Completion:
+    async def visit_page(self, lease: Lease, robots: RobotsRecord, rules: RobotsTxt) -> Completion:
         config = self.config
-        if not robots_ok:
-            return Completion(state="excluded", reason="robots_unavailable")
+        if robots.outcome == DISALLOW_ALL and robots.error in FINAL_ROBOTS_ERRORS:
+            return Completion(state="excluded", reason=robots.error)
         if not rules.is_allowed(config.user_agent, lease.url):
             return Completion(state="excluded", reason="robots")
         crawl_delay = rules.crawl_delay(config.user_agent)
@@ -178,7 +191,9 @@ class Visitor:
             self._schedule_host(completion, host, ended, ended - started, crawl_delay)
             return completion
         host = self._host_wait(lease, response)
+        crash_point("after_response")
         location = await self._archive(response)
+        crash_point("after_warc")
         completion, content = await self._page_outcome(lease, response)
         self._schedule_host(completion, host, response.ended_at, response.elapsed, crawl_delay)
         completion.fetch = self._fetch_record(lease, response, location, content)
@@ -270,6 +285,7 @@ class Visitor:
         completion.discovered = admission.candidates
         completion.excluded = admission.excluded
         completion.rejections = dict(admission.rejections)
+        completion.counters = dict(admission.counters)
         if header_directives.noindex and not content.noindex:
             content = dataclasses.replace(content, noindex=True)
         return completion, content
@@ -325,7 +341,17 @@ class Visitor:
             noindex=content.noindex if content is not None else False,
             redirect_to=redirect_target(response),
             canonical=content.canonical if content is not None else None,
+            simhash=simhash64(text) if text else None,
         )
+
+
+# robots.txt failures after which the host's URLs are excluded instead of waiting for a retry.
+FINAL_ROBOTS_ERRORS = frozenset({UNAVAILABLE_ERROR, BlockedAddressError.reason})
+
+
+def robots_retrying(record: RobotsRecord) -> bool:
+    """True while robots.txt is unreachable but will be retried: the host must wait."""
+    return record.outcome == DISALLOW_ALL and record.error not in FINAL_ROBOTS_ERRORS
 
 
 def redirect_target(response: FetchResponse) -> str | None:
@@ -340,8 +366,13 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    # RFC 9110 allows only whole seconds; servers also send "1.5", which means what it says.
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return seconds if seconds >= 0 and seconds == seconds else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -45,3 +45,15 @@ def test_failures_retry_exponentially_then_pause_the_host() -> None:
     fourth = POLICY.on_failure(0, 3, attempt=1, rand=0.5)
     assert fourth.wait == 600.0
     assert POLICY.on_success(0).failures == 0
+
+
+def test_retry_after_parsing() -> None:
+    from crawlspace.visit import parse_retry_after
+
+    now = 1_700_000_000.0
+    assert parse_retry_after("120", now) == 120.0
+    assert parse_retry_after(" 1.5 ", now) == 1.5
+    assert parse_retry_after("Tue, 14 Nov 2023 22:13:40 GMT", now) == pytest.approx(20.0)
+    assert parse_retry_after("Tue, 14 Nov 2023 22:10:00 GMT", now) == 0.0
+    for bad in ("", None, "soon", "-5", "nan"):
+        assert parse_retry_after(bad, now) is None

@@ -16,6 +16,7 @@ Not thread-safe: call one writer from one thread (the crawl loop, or one worker 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -257,7 +258,7 @@ class WarcWriter:
 
         out = self._current_file()
         # One write for both members: a crash mid-write leaves at worst one torn tail to cut.
-        out.write(request_member + response_member)
+        self._append(out, request_member + response_member)
         offset = self._size + len(request_member)
         self._size = offset + len(response_member)
         self.flush()
@@ -271,6 +272,20 @@ class WarcWriter:
         if self._size >= self.max_bytes:
             self.close()
         return location
+
+    def _append(self, out: IO[bytes], data: bytes) -> None:
+        """Write all of ``data`` or nothing: on a failed write (disk full, file size limit) the
+        torn tail is cut off again, so the file stays valid and the error reaches the caller."""
+        view = memoryview(data)
+        try:
+            while view:
+                written = out.write(view)
+                view = view[written or 0 :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                out.seek(self._size)
+                out.truncate(self._size)
+            raise
 
     def _compress(self, data: bytes) -> bytes:
         # warcio's GzippingWrapper hard-codes level 9: ~1.4x the time of level 6 on HTML for <1%
@@ -286,9 +301,12 @@ class WarcWriter:
         self._name = f"{self.prefix}-{stamp}-{self._next_serial:05d}{WARC_SUFFIX}"
         self._next_serial += 1
         # "x": never clobber an existing file, even if two writers share a directory by mistake.
-        self._file = open(self.directory / (self._name + OPEN_SUFFIX), "xb")  # noqa: SIM115
+        # Unbuffered: every record is one write() we can undo, and nothing lingers in a buffer.
+        path = self.directory / (self._name + OPEN_SUFFIX)
+        self._file = open(path, "xb", buffering=0)  # noqa: SIM115
         member = self._compress(self._records.serialize(self._warcinfo(opened_at)))
-        self._file.write(member)
+        self._size = 0
+        self._append(self._file, member)
         self._size = len(member)
         return self._file
 

@@ -1,0 +1,318 @@
+"""A web that misbehaves on purpose, served from its own process for the fault-injection tests.
+
+Run as ``python -m tests.faultweb LOGFILE``: it binds one loopback port per site, prints
+``{"ports": {...}}`` on stdout, appends one JSON line per request to LOGFILE (monotonic and wall
+clock start/end, bytes sent) and serves until stdin closes. A separate process keeps the server's
+timestamps honest while the crawler (another process) works the CPU.
+
+The HTTP is written by hand on asyncio streams so a route controls every byte: resets mid-body,
+one-byte drips, bombs streamed without ever being built in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import struct
+import sys
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import brotli
+
+MIB = 1024 * 1024
+SITES = ("throttle", "unavail", "slow", "redirects", "broken", "big", "weird", "private")
+# The "private" site listens on 127.0.0.2: the crawler is told that name resolves there while
+# only 127.0.0.1/32 is allowed, so any connection it received would be a guard failure.
+ADDRESSES = {"private": "127.0.0.2"}
+RETRY_AFTER_SECONDS = 2
+RETRY_AFTER_DATE_SECONDS = 2
+SLOW_DELAY = 0.05
+BOMB_CRC32 = 0x5B64C2B0  # zlib.crc32 of 1 GiB of zeros
+
+
+@dataclass
+class Exchange:
+    site: str
+    path: str
+    writer: asyncio.StreamWriter
+    sent: int = 0
+    status: int = 0
+    notes: dict[str, object] = field(default_factory=dict)
+
+    def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        self.sent += len(data)
+
+    async def head(self, status: int, headers: list[tuple[str, str]]) -> None:
+        self.status = status
+        lines = [f"HTTP/1.1 {status} X", *(f"{k}: {v}" for k, v in headers), "Connection: close"]
+        self.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        await self.writer.drain()
+
+    async def page(
+        self,
+        body: bytes | str,
+        status: int = 200,
+        ctype: str = "text/html",
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        await self.head(
+            status, [("Content-Type", ctype), ("Content-Length", str(len(data))), *(extra or [])]
+        )
+        self.write(data)
+        await self.writer.drain()
+
+
+Route = Callable[[Exchange], Awaitable[None]]
+_counts: dict[tuple[str, str], int] = {}
+
+
+def links(*paths: str) -> str:
+    return "<html><body>" + "".join(f'<a href="{p}">{p}</a> ' for p in paths) + "</body></html>"
+
+
+def nth(ex: Exchange) -> int:
+    key = (ex.site, ex.path)
+    _counts[key] = _counts.get(key, 0) + 1
+    return _counts[key]
+
+
+async def throttle(ex: Exchange) -> None:
+    if ex.path == "/":
+        await ex.page(links("/a", "/b", "/c", "/d"))
+    elif ex.path == "/a" and nth(ex) == 1:
+        ex.notes["retry_after"] = RETRY_AFTER_SECONDS
+        await ex.page("slow down", 429, "text/plain", [("Retry-After", str(RETRY_AFTER_SECONDS))])
+    elif ex.path == "/b" and nth(ex) == 1:
+        until = int(time.time()) + RETRY_AFTER_DATE_SECONDS + 1
+        ex.notes["retry_until"] = until
+        date = email.utils.formatdate(until, usegmt=True)
+        await ex.page("busy", 503, "text/plain", [("Retry-After", date)])
+    else:
+        await ex.page(links("/"))
+
+
+async def unavail(ex: Exchange) -> None:
+    if ex.path == "/":
+        await ex.page(links("/x", "/y", "/ok"))
+    elif ex.path == "/x":
+        await ex.page("unavailable", 503, "text/plain")
+    elif ex.path == "/y":
+        await ex.page("broken", 500, "text/plain")
+    else:
+        await ex.page(links("/"))
+
+
+async def slow(ex: Exchange) -> None:
+    await asyncio.sleep(SLOW_DELAY)
+    pages = [f"/s{i}" for i in range(6)]
+    await ex.page(links(*pages))
+
+
+async def redirects(ex: Exchange) -> None:
+    hop = {"/loop-a": "/loop-b", "/loop-b": "/loop-a"}
+    hop.update({f"/hop{i}": f"/hop{i + 1}" for i in range(10)})
+    if ex.path == "/":
+        await ex.page(links("/loop-a", "/hop0"))
+    elif ex.path in hop:
+        await ex.page("", 302, "text/plain", [("Location", hop[ex.path])])
+    else:
+        await ex.page(links("/"))
+
+
+async def broken(ex: Exchange) -> None:
+    if ex.path == "/":
+        await ex.page(links("/reset", "/drip"))
+    elif ex.path == "/reset":
+        await ex.head(200, [("Content-Type", "text/html"), ("Content-Length", "1000")])
+        ex.write(b"<html>partial")
+        await ex.writer.drain()
+        transport = ex.writer.transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # SO_LINGER 0: close with a TCP RST, not a clean FIN
+            sock.setsockopt(1, 13, struct.pack("ii", 1, 0))
+        transport.abort()
+    elif ex.path == "/drip":
+        await ex.head(200, [("Content-Type", "text/html"), ("Content-Length", "100")])
+        for _ in range(100):
+            if ex.writer.is_closing():  # the client hung up: log now, not 20 s later
+                break
+            ex.write(b"x")
+            await ex.writer.drain()
+            await asyncio.sleep(0.2)
+    else:
+        await ex.page(links("/"))
+
+
+def bomb_segments() -> tuple[bytes, bytes]:
+    """First MiB of zeros (with the gzip header), then the encoding of each further MiB: after
+    Z_FULL_FLUSH every MiB compresses identically, so 1 GiB costs two compress calls."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(MIB)
+    return (
+        comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH),
+        comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH),
+    )
+
+
+_brotli_bomb: list[bytes] = []
+
+
+def brotli_bomb() -> bytes:
+    """64 MiB of zeros in a few hundred bytes of brotli, built once."""
+    if not _brotli_bomb:
+        _brotli_bomb.append(brotli.compress(bytes(64 * MIB), quality=1))
+    return _brotli_bomb[0]
+
+
+async def big(ex: Exchange) -> None:
+    if ex.path == "/":
+        await ex.page(links("/huge", "/gzbomb", "/brbomb"))
+    elif ex.path == "/huge":
+        size = 50 * MIB
+        await ex.head(200, [("Content-Type", "text/html"), ("Content-Length", str(size))])
+        chunk = b"<p>" + b"y" * (64 * 1024 - 3)
+        for _ in range(size // len(chunk)):
+            if ex.writer.is_closing():
+                break
+            ex.write(chunk)
+            await ex.writer.drain()
+    elif ex.path == "/gzbomb":
+        first, repeat = bomb_segments()
+        await ex.head(200, [("Content-Type", "text/html"), ("Content-Encoding", "gzip")])
+        ex.write(first)
+        for _ in range(1023):
+            ex.write(repeat)
+            await ex.writer.drain()
+        ex.write(b"\x03\x00" + struct.pack("<II", BOMB_CRC32, 0))
+        await ex.writer.drain()
+    elif ex.path == "/brbomb":
+        await ex.page(brotli_bomb(), extra=[("Content-Encoding", "br")])
+    else:
+        await ex.page(links("/"))
+
+
+async def weird(ex: Exchange) -> None:
+    if ex.path == "/":
+        await ex.page(links("/malformed", "/png-html", "/pdf", "/latin1", "/sjis"))
+    elif ex.path == "/malformed":
+        await ex.page(
+            '<html><body><div><a href="/from-malformed">x<table><tr><td><a href=/m2>'
+            "<<<>>> <p <b></div></span>\x00\x01 <a href='/m3'"
+        )
+    elif ex.path == "/png-html":
+        await ex.page(links("/never-followed"), ctype="image/png")
+    elif ex.path == "/pdf":
+        await ex.page(
+            b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj <<>> endobj\n" + bytes(range(256)) * 20
+        )
+    elif ex.path == "/latin1":
+        await ex.page(
+            "<html><body>caf\xe9 <a href='/latin1-target'>\xe9t\xe9</a></body></html>".encode(
+                "cp1252"
+            ),
+            ctype="text/html; charset=windows-1252",
+        )
+    elif ex.path == "/sjis":
+        body = (
+            '<html><head><meta charset="shift_jis"></head><body>日本語 '
+            "<a href='/sjis-target'>リンク</a></body></html>"
+        ).encode("shift_jis")
+        await ex.page(body, ctype="text/html")
+    else:
+        await ex.page("<html><body>leaf</body></html>")
+
+
+async def private(ex: Exchange) -> None:
+    await ex.page(links("/"))
+
+
+ROUTES: dict[str, Route] = {
+    "throttle": throttle,
+    "unavail": unavail,
+    "slow": slow,
+    "redirects": redirects,
+    "broken": broken,
+    "big": big,
+    "weird": weird,
+    "private": private,
+}
+
+
+async def serve(log_path: str) -> None:
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115, ASYNC230  (line-buffered, once)
+
+    def log_line(line: str) -> None:
+        if not log.closed:  # handlers still running at shutdown have nothing left to say
+            log.write(line + "\n")
+
+    def handler(
+        site: str,
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if site == "private":
+                log_line(json.dumps({"site": site, "connect": True}))
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                writer.close()
+                return
+            start, start_wall = time.monotonic(), time.time()
+            lines = head.decode("latin-1").split("\r\n")
+            method, path, _ = [*lines[0].split(" "), "", "", ""][:3]
+            headers = {
+                k.strip().lower(): v.strip()
+                for k, _, v in (line.partition(":") for line in lines[1:] if line)
+            }
+            ex = Exchange(site, path, writer)
+            try:
+                if path == "/robots.txt":
+                    await ex.page("", 404, "text/plain")
+                else:
+                    await ROUTES[site](ex)
+            except (ConnectionError, OSError):
+                ex.notes["client_gone"] = True
+            finally:
+                log_line(
+                    json.dumps(
+                        {
+                            "site": site,
+                            "method": method,
+                            "path": path,
+                            "headers": headers,
+                            "start": start,
+                            "end": time.monotonic(),
+                            "start_wall": start_wall,
+                            "end_wall": time.time(),
+                            "status": ex.status,
+                            "sent": ex.sent,
+                            **ex.notes,
+                        }
+                    )
+                )
+                if not writer.is_closing():
+                    writer.close()
+
+        return handle
+
+    servers = []
+    ports = {}
+    for site in SITES:
+        server = await asyncio.start_server(handler(site), ADDRESSES.get(site, "127.0.0.1"), 0)
+        servers.append(server)
+        ports[site] = server.sockets[0].getsockname()[1]
+    print(json.dumps({"ports": ports}), flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)  # serve until the test closes our stdin
+    for server in servers:
+        server.close()
+    log.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(serve(sys.argv[1]))
