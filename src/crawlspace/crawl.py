@@ -272,7 +272,9 @@ class Crawler:
                 await asyncio.sleep(0)
                 continue
             next_ready = self.store.next_ready_at()
-            if next_ready is None and not tasks:
+            # Leases we hold no task for (an ack lost, another worker's) still own URLs: wait
+            # for them to complete or expire before calling the crawl done.
+            if next_ready is None and not tasks and self.store.in_flight() == 0:
                 self.request_stop("done")
                 break
             wait = MAX_IDLE_WAIT if next_ready is None else min(MAX_IDLE_WAIT, next_ready - now)

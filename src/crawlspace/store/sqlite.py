@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from crawlspace.dedup.near_index import NearDuplicateIndex
+from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
 from crawlspace.frontier.states import check_transition
 from crawlspace.records import (
@@ -26,6 +28,7 @@ from crawlspace.records import (
     UrlCandidate,
 )
 from crawlspace.robots.policy import robots_url
+from crawlspace.store import sqlite_dedup
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
 
@@ -38,17 +41,34 @@ def event_id(url: str, version: int) -> str:
 class SqliteStore:
     """Implements ``crawlspace.store.base.Store`` on a local SQLite file."""
 
-    def __init__(self, path: Path | str, limits: FrontierLimits | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        limits: FrontierLimits | None = None,
+        *,
+        seen_filter: SeenFilter | None = None,
+        near_index: NearDuplicateIndex | None = None,
+    ) -> None:
         self.path = str(path)
         self.limits = limits or FrontierLimits()
+        # Dedup accelerators (store/sqlite_dedup.py): in memory, rebuilt from the file below.
+        self.seen_filter = seen_filter
+        self.near_index = near_index
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=10000")
             self._db.execute("PRAGMA cache_size=-65536")
-            self._db.executescript(SCHEMA)
+            # One transaction: the schema appears whole or not at all, in a few WAL frames.
+            self._db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
             self._check_schema_version()
+            self._add_missing_columns()
+            sqlite_dedup.migrate(self._db)
+            if seen_filter is not None:
+                sqlite_dedup.rebuild_seen(self._db, seen_filter)
+            if near_index is not None:
+                sqlite_dedup.rebuild_near_index(self._db, near_index)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
         self._host_ids: dict[str, int] = {}
@@ -63,6 +83,14 @@ class SqliteStore:
             raise StoreError(
                 f"{self.path} has schema version {row[0]}, this crawlspace reads {SCHEMA_VERSION}"
             )
+
+    def _add_missing_columns(self) -> None:
+        """Add columns newer than the crawl.db (CREATE TABLE IF NOT EXISTS keeps old tables)."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+        added = (("lastmod", "TEXT"), ("changefreq", "TEXT"), ("sitemap_priority", "REAL"))
+        for column, kind in added:
+            if column not in have:
+                self._db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -103,6 +131,11 @@ class SqliteStore:
         rejected: Counter[str] = Counter()
         per_host_limit = self.limits.max_pages_per_host
         admitted: dict[int, int] = {}
+        seen_filter, maybe_seen = self.seen_filter, set[str]()
+        if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite_dedup.py)
+            added, candidates, maybe_seen = sqlite_dedup.add_fresh(
+                db, seen_filter, candidates, now, self._host_id, fast=per_host_limit is None
+            )
         for cand in candidates:
             host_id = self._host_id(db, cand.host_key)
             if per_host_limit is not None:
@@ -137,7 +170,8 @@ class SqliteStore:
             # appears; every other existing row is left alone (the seen test).
             cur = db.execute(
                 "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-                " discovered_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)"
+                " discovered_at, updated_at, lastmod, changefreq, sitemap_priority)"
+                " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
                 " host_id = excluded.host_id, depth = excluded.depth,"
                 " priority = excluded.priority, updated_at = excluded.updated_at"
@@ -151,10 +185,24 @@ class SqliteStore:
                     cand.source,
                     now,
                     now,
+                    cand.lastmod,
+                    cand.changefreq,
+                    cand.sitemap_priority,
                 ),
             )
+            if not cur.rowcount and cand.source == "sitemap_entry":
+                # A known URL listed in a sitemap: keep the site's metadata about it.
+                db.execute(
+                    "UPDATE urls SET lastmod = COALESCE(?, lastmod),"
+                    " changefreq = COALESCE(?, changefreq),"
+                    " sitemap_priority = COALESCE(?, sitemap_priority) WHERE url = ?",
+                    (cand.lastmod, cand.changefreq, cand.sitemap_priority, cand.url),
+                )
             if cur.rowcount:
                 added += 1
+                if seen_filter is not None and cand.url in maybe_seen:
+                    # "maybe seen" but new (or, rarely, a depth re-admission): one wasted read.
+                    seen_filter.note_false_positive()
                 if host_id in admitted:
                     admitted[host_id] += 1
                 db.execute(
@@ -163,6 +211,8 @@ class SqliteStore:
                 )
             else:
                 seen += 1
+        if seen_filter is not None:
+            sqlite_dedup.bump_counters(db, seen_filter.drain_counters())
         return AddResult(added=added, already_seen=seen, rejected=dict(rejected))
 
     def _record_excluded(
@@ -173,6 +223,9 @@ class SqliteStore:
             " discovered_at, updated_at) VALUES (?, ?, 0, 'excluded', ?, 'link', ?, ?)",
             [(url, depth, reason, now, now) for url, reason in excluded],
         )
+        if self.seen_filter is not None:
+            for url, _ in excluded:
+                self.seen_filter.add(url)
 
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
         if limit <= 0:
@@ -211,15 +264,15 @@ class SqliteStore:
                     )
                     continue
                 row = db.execute(
-                    "SELECT id, url, version, attempts, depth, redirect_hops, etag, last_modified"
-                    " FROM urls WHERE host_id = ? AND state = 'queued'"
+                    "SELECT id, url, version, attempts, depth, redirect_hops, etag, last_modified,"
+                    " source FROM urls WHERE host_id = ? AND state = 'queued'"
                     " ORDER BY priority, id LIMIT 1",
                     (host_id,),
                 ).fetchone()
                 if row is None:  # counters and rows disagree: heal rather than spin
                     db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
                     continue
-                url_id, url, version, attempts, depth, hops, etag, last_modified = row
+                url_id, url, version, attempts, depth, hops, etag, last_modified, source = row
                 db.execute(
                     "UPDATE urls SET state = 'leased', lease_id = ?, lease_expires_at = ?,"
                     " attempts = attempts + 1 WHERE id = ?",
@@ -245,6 +298,7 @@ class SqliteStore:
                         last_modified,
                         host_backoff=level,
                         host_failures=failures,
+                        source=source,
                     )
                 )
         return leases
@@ -286,6 +340,11 @@ class SqliteStore:
                 (int(requeue), int(fetch is not None), completion.next_allowed_at or 0.0,
                  completion.host_backoff, completion.host_failures, host_id),
             )
+            if fetch is not None:  # exact/near duplicate; may lower the host's link priorities
+                sqlite_dedup.record_content(
+                    db, lease, host_id, fetch, completion, index=self.near_index
+                )
+            sqlite_dedup.bump_counters(db, completion.counters)
             if completion.discovered:
                 result = self._add(db, completion.discovered, now)
                 for reason, n in result.rejected.items():
