@@ -15,7 +15,17 @@ import time
 from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.urls import normalize
+
+_POLICY = UrlPolicy()  # default: strip tracking/session parameters, no sorting or folding
+
+
+def normalize_with_policy(href: str, base: str) -> str | None:
+    """What Discovery does: safe normalization, then the default policy."""
+    url = normalize(href, base)
+    return None if url is None else _POLICY.apply(url)
+
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
@@ -96,6 +106,10 @@ def main() -> None:
     links = make_links(args.links)
     contenders: list[tuple[str, Callable[[str, str], str | None]]] = [
         ("crawlspace.urls.normalize (WHATWG + RFC 3986 §6.2.2)", normalize),
+        (
+            "  + default UrlPolicy (tracking params, discovery/policy_normalize.py)",
+            normalize_with_policy,
+        ),
         ("stdlib urljoin + minimal cleanup", stdlib_normalize),
     ]
     try:

@@ -40,6 +40,12 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--concurrency", type=int, help="total fetches in flight")
     add("--duration", type=float, metavar="SECONDS", help="stop gracefully after this long")
     add(
+        "--continuous",
+        action="store_true",
+        help="keep running: revisit fetched URLs at their adaptive intervals (recrawl)",
+    )
+    add("--max-bytes", type=int, metavar="N", help="stop after downloading this many bytes")
+    add(
         "--allow-net",
         action="append",
         default=[],
@@ -81,6 +87,8 @@ def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
         "delay_factor": args.delay_factor,
         "concurrency": args.concurrency,
         "duration": args.duration,
+        "continuous": True if args.continuous else None,
+        "max_bytes": args.max_bytes,
         "allow_nets": tuple(args.allow_net),
         "resolve": tuple(args.resolve),
         "sitemaps": tuple(args.sitemap),
@@ -163,6 +171,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from crawlspace.telemetry.parquet import write_parquet
 
         write_parquet(args.dir, args.what, args.output)
+        return 0
+    if args.output is not None:
+        with args.output.open("w", encoding="utf-8", newline="") as stream:
+            write_export(args.dir, args.what, args.format, stream)
         return 0
     write_export(args.dir, args.what, args.format, sys.stdout)
     return 0

@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 from crawlspace import __version__
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.errors import ConfigError
+from crawlspace.frontier.budgets import compile_excludes
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
 DEFAULT_USER_AGENT = f"CrawlspaceBot/{__version__} (+{PROJECT_URL})"
@@ -111,6 +112,32 @@ class CrawlConfig:
     bloom_expected_urls: int = 1_000_000
     bloom_fp_rate: float = 0.01
     near_duplicate_bits: int = 3
+    # Trap budgets (frontier/budgets.py; each refusal counted as rejected.<reason>): pages
+    # fetched per host per UTC day (the host then waits for the next day), total bytes downloaded
+    # (the crawl stops leasing), consecutive repeats of a path-segment run, query parameters,
+    # URLs admitted per URL template per host ("/cal/{n}/{n}"), and exclusion patterns
+    # "[HOST_GLOB ]GLOB" or "[HOST_GLOB ]re:REGEX" over path+query. 0 / None: off.
+    max_pages_per_host_per_day: int | None = None
+    max_bytes: int | None = None
+    max_path_repeats: int = 2
+    max_query_params: int = 10
+    max_urls_per_template: int | None = 1000
+    exclude: tuple[str, ...] = ()
+    # Discovery ratio (new URLs per fetched page) per host over windows of this many pages: a
+    # host at >= discovery_trap_ratio whose ratio does not fall is flagged a likely trap and its
+    # new URLs sink trap_priority_penalty points (10 = one depth level) in its queue.
+    discovery_window: int = 20
+    discovery_trap_ratio: float = 1.0
+    trap_priority_penalty: int = 100
+    # Recrawl (frontier/revisit.py): --continuous keeps the crawl running and revisits each
+    # fetched URL at its adaptive interval in [revisit_min_interval, revisit_max_interval];
+    # revisit_share of the leases go to due revisits when a host has both kinds of work.
+    continuous: bool = False
+    revisit_min_interval: float = 86400.0
+    revisit_max_interval: float = 30 * 86400.0
+    revisit_initial_interval: float = 7 * 86400.0
+    revisit_gone_interval: float = 30 * 86400.0
+    revisit_share: float = 0.5
 
     @property
     def product_token(self) -> str:
@@ -153,6 +180,18 @@ class CrawlConfig:
             raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
         if not 0 <= self.near_duplicate_bits < 64:
             raise ConfigError(f"near_duplicate_bits must be 0..63 (got {self.near_duplicate_bits})")
+        if not 0 < self.revisit_min_interval <= self.revisit_max_interval:
+            raise ConfigError(
+                "revisit intervals need 0 < revisit_min_interval <= revisit_max_interval"
+            )
+        if not 0.0 <= self.revisit_share <= 1.0:
+            raise ConfigError(f"revisit_share must be in [0, 1] (got {self.revisit_share})")
+        if self.discovery_window < 1:
+            raise ConfigError(f"discovery_window must be >= 1 (got {self.discovery_window})")
+        try:
+            compile_excludes(self.exclude)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         for net in self.allow_nets:
             try:
                 ipaddress.ip_network(net, strict=False)
@@ -167,7 +206,13 @@ class CrawlConfig:
 
 _FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
 _TUPLE_FIELDS = {
-    "allow_hosts", "allow_nets", "resolve", "sitemaps", "strip_params", "sort_query_hosts"
+    "allow_hosts",
+    "allow_nets",
+    "resolve",
+    "sitemaps",
+    "strip_params",
+    "sort_query_hosts",
+    "exclude",
 }
 
 

@@ -32,6 +32,7 @@ from crawlspace.discovery.sitemaps import admit_declared_sitemaps
 from crawlspace.errors import ConfigError, OutputDirError
 from crawlspace.faults import crash_point, drop_ack
 from crawlspace.fetch.transport import Transport
+from crawlspace.frontier.budgets import TrapRules, compile_excludes
 from crawlspace.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -39,6 +40,7 @@ from crawlspace.robots.policy import RULES, rules_for
 from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite_traps import StoreBudgets
 from crawlspace.store.warc import WarcWriter, recover_open_files
 from crawlspace.telemetry import Telemetry
 from crawlspace.visit import Visitor, robots_retrying
@@ -49,6 +51,8 @@ log = logging.getLogger("crawlspace.crawl")
 # expiring leases and stop requests without busy-waiting.
 MAX_IDLE_WAIT = 0.5
 EXPIRE_EVERY = 5.0
+# How often --continuous moves due revisits into the queues (one indexed query when none is due).
+PROMOTE_EVERY = 0.2
 
 
 @dataclass
@@ -87,12 +91,19 @@ class Crawler:
         self._transport = transport
         self.processors = ProcessorRegistry()
         self._lock_fd = self._lock_out_dir()
+        if store_factory is not None and config.continuous:
+            # Revisit promotion runs in the SQLite frontier; the shared one has no due index yet.
+            raise ConfigError("--continuous is supported by `crawlspace crawl` only, not workers")
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
             self.store = store_factory(self.out_dir / "crawl.db")
         else:
             self.store = SqliteStore(
                 self.out_dir / "crawl.db",
-                FrontierLimits(config.max_in_flight_per_host, config.max_pages_per_host),
+                FrontierLimits(
+                    config.max_in_flight_per_host,
+                    config.max_pages_per_host,
+                    lost_lease_gap=config.min_delay,
+                ),
                 seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
                 near_index=NearDuplicateIndex(config.near_duplicate_bits),
             )
@@ -108,6 +119,11 @@ class Crawler:
                     config.fold_index_html,
                     config.fold_trailing_slash,
                 ),
+                TrapRules(
+                    config.max_path_repeats,
+                    config.max_query_params,
+                    compile_excludes(config.exclude),
+                ),
             ),
             self.scope,
             filters,
@@ -119,6 +135,9 @@ class Crawler:
         self.errors = 0
         self.fatal_error: str | None = None
         self.telemetry = Telemetry(config, self.store)
+        # Trap budgets with state and the recrawl policy live in the store (sqlite_traps.py).
+        self.store.budgets = StoreBudgets.from_config(config)
+        self.bytes_done = 0
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -245,18 +264,24 @@ class Crawler:
         tasks: dict[asyncio.Task[None], Lease] = {}
         self._abandon = False
         fetched_before = self.store.fetched_pages()
-        last_expire = 0.0
+        bytes_before = self.store.fetched_bytes() if config.max_bytes is not None else 0
+        last_expire = last_promote = 0.0
         while True:
             now = self.clock.now()
             if config.duration is not None and time.monotonic() - started >= config.duration:
                 self.request_stop("duration")
             if config.max_pages is not None and self.store.fetched_pages() >= config.max_pages:
                 self.request_stop("max_pages")
+            if config.max_bytes is not None and bytes_before + self.bytes_done >= config.max_bytes:
+                self.request_stop("max_bytes")  # the bandwidth budget: lease nothing more
             if self._stop_reason is not None:
                 break
             if now - last_expire >= min(EXPIRE_EVERY, config.lease_seconds / 4):
                 self.telemetry.on_expired(self.store.expire_leases(now))
                 last_expire = now
+            if config.continuous and now - last_promote >= PROMOTE_EVERY:
+                self.store.promote_due(now)  # due revisits join their host queues
+                last_promote = now
             free = config.concurrency - len(tasks)
             if config.max_pages is not None:
                 free = min(free, config.max_pages - fetched_before - self.pages_done - len(tasks))
@@ -274,7 +299,8 @@ class Crawler:
             next_ready = self.store.next_ready_at()
             # Leases we hold no task for (an ack lost, another worker's) still own URLs: wait
             # for them to complete or expire before calling the crawl done.
-            if next_ready is None and not tasks and self.store.in_flight() == 0:
+            idle = next_ready is None and not tasks and self.store.in_flight() == 0
+            if idle and not config.continuous:  # --continuous waits for the next due revisit
                 self.request_stop("done")
                 break
             wait = MAX_IDLE_WAIT if next_ready is None else min(MAX_IDLE_WAIT, next_ready - now)
@@ -347,6 +373,7 @@ class Crawler:
         self.telemetry.on_commit(lease.host_key, completion, committed)
         if committed and completion.fetch:
             self.pages_done += 1
+            self.bytes_done += completion.fetch.bytes
             if completion.fetch.status >= 400:
                 self.errors += 1
         elif completion.state == "failed":

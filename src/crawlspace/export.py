@@ -16,7 +16,8 @@ QUERIES = {
     "urls": (
         "SELECT u.url, h.host_key, u.depth, u.state, u.reason, u.version, u.attempts,"
         " u.source, u.discovered_at, u.updated_at, u.etag, u.last_modified,"
-        " u.lastmod, u.changefreq, u.sitemap_priority"
+        " u.lastmod, u.changefreq, u.sitemap_priority,"
+        " u.revisit_interval, u.last_changed_at, u.next_fetch_at"
         " FROM urls u LEFT JOIN hosts h ON h.id = u.host_id ORDER BY u.id"
     ),
     "fetches": (

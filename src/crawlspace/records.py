@@ -47,7 +47,7 @@ class Lease:
     # Fencing token: the epoch of the worker the lease was granted to (0 for one-process stores);
     # a shared frontier refuses a completion whose epoch is not the lease's (store/redis_frontier).
     epoch: int = 0
-    # The host's throttling level and failure streak when the lease was granted (frontier/backoff.py).
+    # The host's throttling level and failure streak at lease time (frontier/backoff.py).
     host_backoff: int = 0
     host_failures: int = 0
     # How the URL entered the frontier: "sitemap" leases are read as sitemaps (visit.py).
@@ -74,6 +74,8 @@ class FetchRecord:
     noindex: bool = False
     canonical: str | None = None
     redirect_to: str | None = None
+    # Unsigned 64-bit simhash of the extracted text (dedup/simhash.py); None without text.
+    simhash: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,8 @@ class Completion:
     # New values of the host's counters (None: unchanged), see frontier/backoff.py.
     host_backoff: int | None = None
     host_failures: int | None = None
+    # Named counters added as given (e.g. dedup.links_total), unlike the rejected.* ones.
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

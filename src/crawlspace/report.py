@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.errors import OutputDirError
+from crawlspace.store.sqlite_dedup import dedup_stats
+from crawlspace.store.sqlite_revisit import freshness_stats
+from crawlspace.store.sqlite_traps import trap_stats
 
 
 def open_crawl_db(out_dir: Path | str) -> sqlite3.Connection:
@@ -41,7 +44,9 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
         }
         rejections = {
             name.removeprefix("rejected."): value
-            for name, value in db.execute("SELECT name, value FROM counters ORDER BY name")
+            for name, value in db.execute(
+                "SELECT name, value FROM counters WHERE name LIKE 'rejected.%' ORDER BY name"
+            )
         }
         pages = one("SELECT COUNT(*) FROM fetches")
         html_pages = one("SELECT COUNT(*) FROM fetches WHERE text_sha256 IS NOT NULL")
@@ -62,6 +67,28 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
             "robots": dict(
                 db.execute("SELECT outcome, COUNT(*) FROM robots GROUP BY outcome").fetchall()
             ),
+            # By final status ("none": timeout or connection error) and by retry error.
+            "robots_statuses": {
+                str(k if k is not None else "none"): v
+                for k, v in db.execute(
+                    "SELECT status, COUNT(*) FROM robots GROUP BY status ORDER BY status"
+                )
+            },
+            "robots_errors": dict(
+                db.execute(
+                    "SELECT error, COUNT(*) FROM robots WHERE error IS NOT NULL GROUP BY error"
+                ).fetchall()
+            ),
+            "sitemaps": {
+                "documents": one("SELECT COUNT(*) FROM urls WHERE source = 'sitemap'"),
+                "listed": one("SELECT COUNT(*) FROM urls WHERE source = 'sitemap_entry'"),
+                "with_lastmod": one("SELECT COUNT(*) FROM urls WHERE lastmod IS NOT NULL"),
+            },
+            # Exact/near duplicate pages, link duplicate rates, Bloom seen-set counters.
+            "dedup": dedup_stats(db),
+            # Likely traps (discovery ratio not falling), URL-template counts; recrawl freshness.
+            "traps": trap_stats(db),
+            "revisits": freshness_stats(db),
             "warc_dir": str(Path(out_dir) / "warc"),
             "warc_files": warc_files,
         }

@@ -38,9 +38,15 @@ def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
     table.add_row("URL states", ", ".join(f"{k} {v}" for k, v in sorted(stats["states"].items())))
     table.add_row("HTTP status", ", ".join(f"{k}: {v}" for k, v in stats["statuses"].items()))
     table.add_row("exact duplicates (text)", str(stats["exact_duplicates"]))
+    table.add_row("dedup", ", ".join(f"{k} {v}" for k, v in stats.get("dedup", {}).items()))
     table.add_row("excluded/failed", ", ".join(f"{k} {v}" for k, v in stats["reasons"].items()))
     table.add_row("links rejected", ", ".join(f"{k} {v}" for k, v in stats["rejections"].items()))
     table.add_row("robots.txt", ", ".join(f"{k} {v}" for k, v in stats["robots"].items()))
+    table.add_row(
+        "robots.txt status",
+        ", ".join(f"{k}: {v}" for k, v in stats["robots_statuses"].items()),
+    )
+    table.add_row("sitemaps", ", ".join(f"{k} {v}" for k, v in stats["sitemaps"].items()))
     table.add_row("WARC", f"{stats['warc_dir']} ({len(stats['warc_files'])} files)")
     console.print(table)
 

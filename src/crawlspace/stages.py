@@ -1,36 +1,94 @@
-"""Worker pools for the CPU-heavy stages, so they overlap with fetching and use both cores.
+"""Worker pools for the CPU-heavy stages, so they overlap with fetching and use every core.
 
-lexbor parsing and zlib compression release the GIL, so threads run them in parallel with the
-event loop. There is no unbounded queue anywhere: each lease holds its fetch slot until its
-parse and WARC write are done, so when these stages fall behind the dispatcher simply has no
-free slot and stops leasing (backpressure), and memory stays bounded by ``concurrency``.
+Parsing runs in worker *processes*: lexbor releases the GIL while it builds the tree, but the
+link and text walks that follow hold it, and a hostile 10 MiB page held the event loop for
+seconds when parsed in a thread (benchmarks/parse_worst_case.py). A processor that cannot be
+sent to another process (a closure, a lambda) runs in a thread instead. WARC compression runs in
+one thread (zlib releases the GIL; a WARC file is one ordered stream).
+
+There is no unbounded queue anywhere: each lease holds its fetch slot until its parse and WARC
+write are done, so when these stages fall behind the dispatcher has no free slot and stops
+leasing (backpressure), and memory stays bounded by ``concurrency``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import multiprocessing
+import os
+import pickle
+import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 
+def _follow_crawler(crawler_pid: int) -> None:
+    """Worker initializer: exit as soon as the crawler process is gone.
+
+    A crawler killed with SIGKILL cannot shut its pool down, and its workers would otherwise
+    linger forever, holding its stdout open.
+    """
+
+    def watch() -> None:
+        # Not os.kill(pid, 0): a dead crawler stays a zombie until its parent reaps it, and a
+        # parent waiting for our inherited stdout to close would never reap it. Re-parenting
+        # happens the moment the crawler dies.
+        while os.getppid() == crawler_pid:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="crawlspace-follow", daemon=True).start()
+
+
+def _picklable(fn: Callable[..., Any]) -> bool:
+    try:
+        pickle.dumps(fn)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
+
+
 class StagePools:
-    def __init__(self, parse_workers: int) -> None:
-        self._parse = ThreadPoolExecutor(parse_workers, thread_name_prefix="crawlspace-parse")
-        # One writer thread: a WARC file is an ordered append-only stream.
+    def __init__(self, parse_workers: int, *, processes: bool = True) -> None:
+        self._threads = ThreadPoolExecutor(parse_workers, thread_name_prefix="crawlspace-parse")
+        self._processes: Executor | None = None
+        if processes:
+            # spawn: a clean child (never a fork of a process that runs threads) whose parent is
+            # the crawler itself, so _follow_crawler can see it go.
+            context = multiprocessing.get_context("spawn")
+            self._processes = ProcessPoolExecutor(
+                parse_workers,
+                mp_context=context,
+                initializer=_follow_crawler,
+                initargs=(os.getpid(),),
+            )
         self._warc = ThreadPoolExecutor(1, thread_name_prefix="crawlspace-warc")
+        self._placement: dict[Callable[..., Any], Executor] = {}
+
+    def _executor_for(self, fn: Callable[..., Any]) -> Executor:
+        executor = self._placement.get(fn)
+        if executor is None:
+            use_process = self._processes is not None and _picklable(fn)
+            executor = self._processes if use_process and self._processes else self._threads
+            self._placement[fn] = executor
+        return executor
 
     async def parse(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._parse, functools.partial(fn, *args, **kwargs))
+        call = functools.partial(fn, *args, **kwargs)
+        return await loop.run_in_executor(self._executor_for(fn), call)
 
     async def archive(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._warc, functools.partial(fn, *args, **kwargs))
 
     def close(self) -> None:
-        self._parse.shutdown(wait=True, cancel_futures=True)
+        self._threads.shutdown(wait=True, cancel_futures=True)
+        if self._processes is not None:
+            self._processes.shutdown(wait=True, cancel_futures=True)
         self._warc.shutdown(wait=True)

@@ -10,6 +10,7 @@ import dataclasses
 import email.utils
 import hashlib
 import logging
+import math
 import random
 import time
 from collections.abc import Callable
@@ -125,9 +126,14 @@ class Visitor:
                 # (no request was made, so the host's clock does not move).
                 now = time.time()
                 record = RobotsRecord(
-                    lease.host_key, None, DISALLOW_ALL, b"", now,
+                    lease.host_key,
+                    None,
+                    DISALLOW_ALL,
+                    b"",
+                    now,
                     now + self.config.robots_cache_seconds,
-                    self.config.robots_max_attempts, exc.reason,
+                    self.config.robots_max_attempts,
+                    exc.reason,
                 )
                 return RobotsVisit(record, now)
             except FetchError as exc:
@@ -237,9 +243,15 @@ class Visitor:
         if status in REDIRECT_STATUSES:
             return self._redirect(lease, response), None
         completion = Completion(
-            state="fetched", etag=response.header("etag"),
+            state="fetched",
+            etag=response.header("etag"),
             last_modified=response.header("last-modified"),
         )
+        if status == 304 and (lease.etag or lease.last_modified):
+            # RFC 9110 §15.4.5: our stored copy is current. The small 304 response record is in
+            # the WARC and a fetch row (status 304) keeps fetched_at; no body, no links, no parse.
+            completion.state = "not_modified"
+            return completion, None
         if status in GONE_STATUSES:
             # A tombstone: the URL stays known (rediscovery creates nothing) and is not refetched
             # in this crawl; recrawl revisits it rarely.
@@ -372,7 +384,7 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     except ValueError:
         pass
     else:
-        return seconds if seconds >= 0 and seconds == seconds else None
+        return seconds if seconds >= 0 and not math.isnan(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -22,13 +22,22 @@ from crawlspace.store.base import Frontier, FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
 
 LEASE_SECONDS = 100.0
+REDIS_BUCKETS = 16  # every cross-bucket question scans all buckets: keep the suite quick
 FrontierFactory = Callable[[FrontierLimits], Frontier]
 
 
-@pytest.fixture(params=["scheduler", "sqlite"])
+@pytest.fixture(params=["scheduler", "sqlite", "redis", "redis-cluster"])
 def make_frontier(request: pytest.FixtureRequest, tmp_path: Path) -> FrontierFactory:
     if request.param == "scheduler":
         return Scheduler
+    if request.param.startswith("redis"):
+        from crawlspace.store.redis_frontier import RedisFrontier
+        from tests.conformance.conftest import fresh_namespace
+
+        name = "redis_single_client" if request.param == "redis" else "redis_cluster_client"
+        client = request.getfixturevalue(name)
+        ns = fresh_namespace()
+        return lambda limits: RedisFrontier(client, limits, namespace=ns, buckets=REDIS_BUCKETS)
     return lambda limits: SqliteStore(tmp_path / "crawl.db", limits)
 
 
@@ -206,3 +215,16 @@ def test_hot_host_does_not_starve_small_hosts(make_frontier: FrontierFactory) ->
     # the hot host (one request per 0.051 s) gets anywhere near its 100,000 URLs.
     assert all(len(log[h]) == 6 for h in small)
     assert len(log[hot]) <= 3.0 / 0.051 + 1
+
+
+def test_an_expired_lease_holds_its_host_for_the_lost_lease_gap(
+    make_frontier: FrontierFactory,
+) -> None:
+    frontier = make_frontier(FrontierLimits(lost_lease_gap=3.0))
+    frontier.add([cand("http://a", "/1"), cand("http://a", "/2")], 0.0)
+    (robots,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
+    frontier.lease(0.0, 1, 10.0)
+    assert frontier.expire_leases(10.0) == 1
+    assert frontier.lease(12.9, 1, 10.0) == []
+    assert len(frontier.lease(13.0, 1, 10.0)) == 1

@@ -11,7 +11,7 @@ import pytest
 
 from crawlspace.cli import build_parser, main
 
-COMMANDS = ["crawl", "demo", "stats", "export"]
+COMMANDS = ["crawl", "demo", "stats", "export", "serve", "report", "seed", "worker"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

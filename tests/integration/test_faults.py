@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
 import time
@@ -252,3 +254,51 @@ def test_one_event_per_url_and_version(crawled: tuple[FaultWeb, Path, float]) ->
     assert len(keys) == len(set(keys))
     terminal = {u for u, (state, _) in states(out).items() if state not in ("queued", "leased")}
     assert {e["url"] for e in events} == terminal
+
+
+def test_kill_9_repeatedly_during_a_fault_heavy_crawl(tmp_path: Path) -> None:
+    web = FaultWeb(tmp_path / "server.log")
+    out = tmp_path / "crawl"
+    seed = int(os.environ.get("CRAWLSPACE_KILL_SEED", time.time_ns() % 100_000))
+    rng = random.Random(seed)
+    context = f"kill seed {seed}"
+    try:
+        config = out.parent / f"{out.name}.toml"
+        config.write_text(config_text(web))
+        command = [
+            sys.executable,
+            "-m",
+            "crawlspace.cli",
+            "crawl",
+            "--out",
+            str(out),
+            "--config",
+            str(config),
+            "-q",
+            *(web.url(s) for s in faultweb.SITES),
+        ]
+        for _ in range(3):
+            proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+            time.sleep(rng.uniform(1.0, 3.0))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        code, _ = run_crawl(web, out)
+        assert code == 0, context
+        web.settle()
+        requests = web.requests()
+    finally:
+        web.stop()
+    for site, rows in by_site(requests).items():
+        for prev, nxt in pairwise(rows):
+            assert nxt["start"] >= prev["end"] + MIN_DELAY - CLOCK_SLACK, (context, site, nxt)
+    throttle = by_site(requests)["throttle"]
+    for row in (r for r in throttle if "retry_after" in r):
+        window = (row["end"], row["end"] + row["retry_after"] - CLOCK_SLACK)
+        assert not [r for r in throttle if window[0] < r["start"] < window[1]], context
+    urls = states(out)
+    assert all(state not in ("queued", "leased") for state, _ in urls.values()), context
+    events = list(iter_records(out, "events"))
+    keys = [(e["url"], e["version"]) for e in events]
+    assert len(keys) == len(set(keys)), context
+    assert {e["url"] for e in events} == set(urls), context

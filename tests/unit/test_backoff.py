@@ -4,8 +4,14 @@ import pytest
 
 from crawlspace.frontier.backoff import BackoffPolicy
 
-POLICY = BackoffPolicy(base_seconds=5.0, max_seconds=3600.0, jitter=0.25, retry_seconds=2.0,
-                       pause_after=3, pause_seconds=300.0)
+POLICY = BackoffPolicy(
+    base_seconds=5.0,
+    max_seconds=3600.0,
+    jitter=0.25,
+    retry_seconds=2.0,
+    pause_after=3,
+    pause_seconds=300.0,
+)
 
 
 def test_retry_after_is_honoured_and_capped() -> None:

@@ -297,7 +297,8 @@ def test_expired_leases_return_url_and_token_and_keep_the_attempt() -> None:
     assert not sched.complete(page, fetched(32.0), 32.0)
     assert not sched.complete_robots(robots_b, robots_record("http://b", 1.0), 1.0)
     assert sched.url_state("http://a/x") == ("queued", None)
-    assert sched.host_next_allowed_at("http://a") == 1.0
+    # The host waits lost_lease_gap (0 by default) from the moment the lease was taken back.
+    assert sched.host_next_allowed_at("http://a") == 31.0
     leases = {x.host_key: x for x in sched.lease(31.0, 5, 30.0)}
     assert leases["http://b"].kind is LeaseKind.ROBOTS
     assert leases["http://a"].attempt == 2

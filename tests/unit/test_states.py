@@ -9,6 +9,7 @@ from crawlspace.frontier.states import (
     TRANSITIONS,
     IllegalTransition,
     UrlState,
+    check_revisit,
     check_transition,
 )
 
@@ -20,6 +21,7 @@ LEGAL = [
     ("leased", "redirected"),
     ("leased", "excluded"),
     ("leased", "failed"),
+    ("leased", "not_modified"),
 ]
 
 
@@ -58,6 +60,7 @@ def test_terminal_states() -> None:
         UrlState.REDIRECTED,
         UrlState.EXCLUDED,
         UrlState.FAILED,
+        UrlState.NOT_MODIFIED,
     } == TERMINAL_STATES
     assert set(TRANSITIONS) == set(UrlState)
     assert all(TRANSITIONS[s] == frozenset() for s in TERMINAL_STATES)
@@ -67,3 +70,11 @@ def test_states_compare_as_strings() -> None:
     assert isinstance(UrlState.QUEUED, str)
     assert {"queued": 1}[UrlState.QUEUED] == 1  # backends may store and look up plain strings
     assert str(UrlState.LEASED) == "leased"
+
+
+def test_only_revisits_reopen_a_finished_visit() -> None:
+    check_revisit("fetched")
+    check_revisit("not_modified")
+    for old in ("queued", "leased", "redirected", "excluded", "failed", "bogus"):
+        with pytest.raises(IllegalTransition, match="-> 'queued'"):
+            check_revisit(old)

@@ -146,6 +146,7 @@ _WWW: _Table = (
         "Harborlight Cooperative",
         "Welcome to Harborlight, a cooperative for web archiving.",
         "/about About us; /about?utm_source=homepage About us (tracked); "
+        "/about?ref=home About us (referral, a distinct URL: an exact duplicate); "
         "/About/../about About us (dotted); /%61bout About us (encoded); "
         "{www}/about#team Our team; "
         "/news News; /careers Careers; /contact Contact; /old-page Our old page; "

@@ -10,7 +10,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
+from crawlspace.frontier.budgets import TrapRules, trap_reason
+from crawlspace.frontier.priority import url_priority
 from crawlspace.records import LinkRecord, UrlCandidate
 from crawlspace.urls import host_key, normalize_with_reason
 
@@ -23,6 +26,10 @@ class EntryRules:
     max_depth: int = 10
     max_url_length: int = 2048
     follow_nofollow: bool = False
+    # Applied after safe normalization (discovery/policy_normalize.py).
+    policy: UrlPolicy = field(default_factory=UrlPolicy)
+    # Stateless crawler-trap checks (frontier/budgets.py): path repeats, query size, exclusions.
+    traps: TrapRules = field(default_factory=TrapRules)
 
 
 @dataclass(slots=True)
@@ -33,6 +40,8 @@ class Admission:
     excluded: list[tuple[str, str]] = field(default_factory=list)
     links: list[LinkRecord] = field(default_factory=list)
     rejections: Counter[str] = field(default_factory=Counter)
+    # dedup.links_* counters: how many duplicates normalization removed (see admit_links).
+    counters: Counter[str] = field(default_factory=Counter)
 
 
 class Discovery:
@@ -48,11 +57,19 @@ class Discovery:
         normalized, reason = normalize_with_reason(url, base)
         if normalized is None:
             return None, reason or "invalid_url"
+        return self._admit_normalized(normalized, depth, source, redirect_hops)
+
+    def _admit_normalized(
+        self, safe: str, depth: int, source: str, redirect_hops: int
+    ) -> tuple[UrlCandidate | None, str | None]:
+        normalized = self.rules.policy.apply(safe)
         if len(normalized) > self.rules.max_url_length:
             return None, "url_length"
         reason = self.scope.reason(normalized)
         if reason is None and depth > self.rules.max_depth:
             reason = "depth"
+        if reason is None:
+            reason = trap_reason(normalized, self.rules.traps)
         if reason is None:
             for url_filter in self.filters:
                 reason = url_filter(normalized)
@@ -65,7 +82,7 @@ class Discovery:
                 normalized,
                 host_key(normalized),
                 depth,
-                priority=depth,
+                priority=url_priority(depth),
                 redirect_hops=redirect_hops,
                 source=source,
             ),
@@ -83,9 +100,18 @@ class Discovery:
         """``links`` are (raw href, nofollow) pairs in document order."""
         out = Admission()
         seen: set[str] = set()
+        raw_seen: set[str] = set()
+        safe_seen: set[str] = set()
+        total = 0
         depth = parent_depth + 1
         for href, nofollow in links:
-            candidate, reason = self.admit_one(href, depth=depth, source="link", base=base_url)
+            safe, reason = normalize_with_reason(href, base_url)
+            candidate = None
+            if safe is not None:
+                total += 1
+                raw_seen.add(href)
+                safe_seen.add(safe)
+                candidate, reason = self._admit_normalized(safe, depth, "link", 0)
             if candidate is None:
                 out.rejections[reason or "invalid_url"] += 1
                 continue
@@ -101,4 +127,11 @@ class Discovery:
                 out.excluded.append((candidate.url, reason))
             else:
                 out.candidates.append(candidate)
+        # Duplicate rate before/after normalization, summed over pages: 1 - distinct / total,
+        # distinct counted per page on the href as written, after RFC 3986 safe normalization,
+        # and after the policy (tracking parameters, sorting, folding).
+        out.counters["dedup.links_total"] = total
+        out.counters["dedup.links_distinct_raw"] = len(raw_seen)
+        out.counters["dedup.links_distinct_normalized"] = len(safe_seen)
+        out.counters["dedup.links_distinct_policy"] = len(seen)
         return out

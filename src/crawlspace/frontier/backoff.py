@@ -47,7 +47,9 @@ class BackoffPolicy:
     def on_success(self, level: int) -> HostWait:
         return HostWait(max(0, level - 1), 0, 0.0)
 
-    def on_throttled(self, level: int, failures: int, retry_after: float | None, rand: float) -> HostWait:
+    def on_throttled(
+        self, level: int, failures: int, retry_after: float | None, rand: float
+    ) -> HostWait:
         """429 or 503: honour Retry-After (capped), else exponential backoff with jitter."""
         new_level = min(level + 1, self.max_level)
         if retry_after is not None:
@@ -61,6 +63,7 @@ class BackoffPolicy:
         streak = failures + 1
         wait = self._jittered(self.retry_seconds * 2.0 ** max(attempt - 1, 0), rand)
         if streak >= self.pause_after:
-            wait = max(wait, min(self.pause_seconds * 2.0 ** (streak - self.pause_after),
-                                 self.max_seconds))
+            wait = max(
+                wait, min(self.pause_seconds * 2.0 ** (streak - self.pause_after), self.max_seconds)
+            )
         return HostWait(level, streak, min(wait, self.max_seconds))

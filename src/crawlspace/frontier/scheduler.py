@@ -306,8 +306,9 @@ class Scheduler:
             active = self._active.get(lease_id)
             if active is None:
                 continue  # completed or released already
-            # The fetch may have happened, so the attempt counts and the host clock stays put;
-            # the caller's driver sets next_allowed_at only from completions it observed.
+            # The fetch may have happened, so the attempt counts, and the host waits the
+            # lost-lease gap from now: its last request may have ended just before.
+            self._move_clock(active.host, now + self._limits.lost_lease_gap)
             self._return(lease_id, active, tried=True)
             expired += 1
         if len(expiry) > _COMPACT_FACTOR * len(self._active) + _COMPACT_MIN:

@@ -16,6 +16,8 @@ class UrlState(StrEnum):
     REDIRECTED = "redirected"
     EXCLUDED = "excluded"
     FAILED = "failed"
+    # A revisit answered 304 (RFC 9110 §15.4.5): the stored copy is current, no body was stored.
+    NOT_MODIFIED = "not_modified"
 
 
 # A URL enters as queued (or excluded, when a budget or rule rejects it at admission).
@@ -29,10 +31,13 @@ TRANSITIONS: dict[UrlState, frozenset[UrlState]] = {
             UrlState.REDIRECTED,
             UrlState.EXCLUDED,
             UrlState.FAILED,
+            UrlState.NOT_MODIFIED,
         }
     ),
-    # Terminal for now; revisits will add fetched -> queued when the revisit policy lands.
+    # Terminal for the visit. Only the revisit scheduler reopens a visit (REVISITS below): a new
+    # visit is a new version, so a completion can never move a finished URL back to the queue.
     UrlState.FETCHED: frozenset(),
+    UrlState.NOT_MODIFIED: frozenset(),
     UrlState.REDIRECTED: frozenset(),
     UrlState.EXCLUDED: frozenset(),
     UrlState.FAILED: frozenset(),
@@ -45,6 +50,16 @@ TERMINAL_STATES: frozenset[UrlState] = frozenset(s for s, nxt in TRANSITIONS.ite
 _ALLOWED: dict[str, frozenset[str]] = {
     old.value: frozenset(new.value for new in nxt) for old, nxt in TRANSITIONS.items()
 }
+
+
+# The one way out of a terminal state: a due revisit (store/sqlite_revisit.py promote_due) queues
+# the URL again with its version bumped first. Tombstones (fetched, reason "gone") are revisited
+# too, rarely; redirected, excluded and failed URLs never are.
+REVISITS: dict[UrlState, frozenset[UrlState]] = {
+    UrlState.FETCHED: frozenset({UrlState.QUEUED}),
+    UrlState.NOT_MODIFIED: frozenset({UrlState.QUEUED}),
+}
+REVISITABLE: tuple[str, ...] = tuple(s.value for s in REVISITS)
 
 
 class IllegalTransition(ValueError):
@@ -61,3 +76,9 @@ def check_transition(old: str, new: str) -> None:
     allowed = _ALLOWED.get(old)
     if allowed is None or new not in allowed:
         raise IllegalTransition(old, new)
+
+
+def check_revisit(old: str) -> None:
+    """Raise IllegalTransition unless a URL in state ``old`` may be queued again for a revisit."""
+    if old not in REVISITABLE:
+        raise IllegalTransition(old, UrlState.QUEUED.value)

@@ -19,6 +19,9 @@ class FrontierLimits:
 
     max_in_flight_per_host: int = 1
     max_pages_per_host: int | None = None
+    # A lease that expired (or was orphaned by a crash) may have ended in a request we never saw
+    # finish: its host waits at least this long from the moment the lease is taken back.
+    lost_lease_gap: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

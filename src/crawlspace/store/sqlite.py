@@ -28,7 +28,7 @@ from crawlspace.records import (
     UrlCandidate,
 )
 from crawlspace.robots.policy import robots_url
-from crawlspace.store import sqlite_dedup
+from crawlspace.store import sqlite_dedup, sqlite_revisit, sqlite_traps
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
 
@@ -65,6 +65,7 @@ class SqliteStore:
             self._check_schema_version()
             self._add_missing_columns()
             sqlite_dedup.migrate(self._db)
+            sqlite_revisit.migrate(self._db)
             if seen_filter is not None:
                 sqlite_dedup.rebuild_seen(self._db, seen_filter)
             if near_index is not None:
@@ -72,6 +73,10 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
         self._host_ids: dict[str, int] = {}
+        # Trap budgets and recrawl policy (store/sqlite_traps.py, sqlite_revisit.py); the crawl
+        # sets them from its config. Contested revisit/new leases per host, for revisit_share.
+        self.budgets = sqlite_traps.StoreBudgets()
+        self._band_tally: dict[int, list[int]] = {}
 
     def _check_schema_version(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -263,12 +268,10 @@ class SqliteStore:
                         )
                     )
                     continue
-                row = db.execute(
-                    "SELECT id, url, version, attempts, depth, redirect_hops, etag, last_modified,"
-                    " source FROM urls WHERE host_id = ? AND state = 'queued'"
-                    " ORDER BY priority, id LIMIT 1",
-                    (host_id,),
-                ).fetchone()
+                # Due revisits and new URLs: two bands of the host's queue (sqlite_revisit.py).
+                row = sqlite_revisit.pick_queued(
+                    db, host_id, now, self.budgets.revisit_share, tally=self._band_tally
+                )
                 if row is None:  # counters and rows disagree: heal rather than spin
                     db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
                     continue
@@ -329,22 +332,45 @@ class SqliteStore:
                 "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
                 " updated_at = ?, etag = COALESCE(?, etag),"
                 " last_modified = COALESCE(?, last_modified) WHERE id = ?",
-                (completion.state, completion.reason, now, completion.etag,
-                 completion.last_modified, lease.url_id),
+                (
+                    completion.state,
+                    completion.reason,
+                    now,
+                    completion.etag,
+                    completion.last_modified,
+                    lease.url_id,
+                ),
             )
             db.execute(
                 "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + ?,"
                 " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?),"
                 " backoff_level = COALESCE(?, backoff_level), failures = COALESCE(?, failures)"
                 " WHERE id = ?",
-                (int(requeue), int(fetch is not None), completion.next_allowed_at or 0.0,
-                 completion.host_backoff, completion.host_failures, host_id),
+                (
+                    int(requeue),
+                    int(fetch is not None),
+                    completion.next_allowed_at or 0.0,
+                    completion.host_backoff,
+                    completion.host_failures,
+                    host_id,
+                ),
             )
             if fetch is not None:  # exact/near duplicate; may lower the host's link priorities
                 sqlite_dedup.record_content(
                     db, lease, host_id, fetch, completion, index=self.near_index
                 )
             sqlite_dedup.bump_counters(db, completion.counters)
+            if not requeue:  # revisit schedule, per-day/template budgets, discovery window
+                sqlite_revisit.schedule_revisit(db, lease, completion, now, self.budgets.revisit)
+                sqlite_traps.apply_budgets(
+                    db,
+                    lease,
+                    host_id,
+                    completion,
+                    now,
+                    budgets=self.budgets,
+                    host_ids=self._host_id,
+                )
             if completion.discovered:
                 result = self._add(db, completion.discovered, now)
                 for reason, n in result.rejected.items():
@@ -362,11 +388,26 @@ class SqliteStore:
             " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
             " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (lease.url_id, lease.version, fetch.url, fetch.final_url, fetch.status,
-             fetch.fetched_at, fetch.duration_ms, fetch.content_type, fetch.bytes,
-             int(fetch.truncated), fetch.content_sha256, fetch.text_sha256, int(fetch.noindex),
-             fetch.canonical, fetch.warc_file, fetch.warc_offset, fetch.warc_length,
-             fetch.redirect_to),
+            (
+                lease.url_id,
+                lease.version,
+                fetch.url,
+                fetch.final_url,
+                fetch.status,
+                fetch.fetched_at,
+                fetch.duration_ms,
+                fetch.content_type,
+                fetch.bytes,
+                int(fetch.truncated),
+                fetch.content_sha256,
+                fetch.text_sha256,
+                int(fetch.noindex),
+                fetch.canonical,
+                fetch.warc_file,
+                fetch.warc_offset,
+                fetch.warc_length,
+                fetch.redirect_to,
+            ),
         )
         db.executemany(
             "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
@@ -381,10 +422,19 @@ class SqliteStore:
             "INSERT INTO events (event_id, url, version, state, reason, status, content_sha256,"
             " text_sha256, warc_file, warc_offset, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (event_id(lease.url, lease.version), lease.url, lease.version, completion.state,
-             completion.reason, fetch.status if fetch else None,
-             fetch.content_sha256 if fetch else None, fetch.text_sha256 if fetch else None,
-             fetch.warc_file if fetch else None, fetch.warc_offset if fetch else None, now),
+            (
+                event_id(lease.url, lease.version),
+                lease.url,
+                lease.version,
+                completion.state,
+                completion.reason,
+                fetch.status if fetch else None,
+                fetch.content_sha256 if fetch else None,
+                fetch.text_sha256 if fetch else None,
+                fetch.warc_file if fetch else None,
+                fetch.warc_offset if fetch else None,
+                now,
+            ),
         )
 
     def release(self, lease: Lease, now: float) -> bool:
@@ -414,14 +464,15 @@ class SqliteStore:
         return True
 
     def expire_leases(self, now: float) -> int:
-        return self._return_leases(now)
+        return self._return_leases(now, now)
 
     def recover(self, now: float) -> int:
         """Only the single owner of the directory may call this (the crawl holds a lock file)."""
-        return self._return_leases(None)
+        return self._return_leases(None, now)
 
-    def _return_leases(self, before: float | None) -> int:
+    def _return_leases(self, before: float | None, now: float) -> int:
         cutoff = float("inf") if before is None else before
+        hold = now + self.limits.lost_lease_gap
         with self._transaction() as db:
             expired = db.execute(
                 "SELECT host_id, COUNT(*) FROM urls WHERE state = 'leased'"
@@ -434,14 +485,15 @@ class SqliteStore:
                 (cutoff,),
             )
             db.executemany(
-                "UPDATE hosts SET in_flight = in_flight - ?, queued = queued + ? WHERE id = ?",
-                [(n, n, host_id) for host_id, n in expired],
+                "UPDATE hosts SET in_flight = in_flight - ?, queued = queued + ?,"
+                " next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
+                [(n, n, hold, host_id) for host_id, n in expired],
             )
             robots = db.execute(
                 "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
-                " robots_lease_expires_at = NULL"
+                " robots_lease_expires_at = NULL, next_allowed_at = MAX(next_allowed_at, ?)"
                 " WHERE robots_lease_id IS NOT NULL AND robots_lease_expires_at <= ?",
-                (cutoff,),
+                (hold, cutoff),
             ).rowcount
         return int(sum(n for _, n in expired) + robots)
 
@@ -513,6 +565,18 @@ class SqliteStore:
         with self._transaction() as db:
             self._count(db, rejections)
 
+    def promote_due(self, now: float, limit: int = 1000) -> int:
+        """Recrawl: queue up to ``limit`` URLs whose revisit is due (store/sqlite_revisit.py)."""
+        with self._transaction() as db:
+            return sqlite_revisit.promote_due(db, now, limit)
+
+    def next_due_at(self) -> float | None:
+        return sqlite_revisit.next_due_at(self._db)
+
+    def fetched_bytes(self) -> int:
+        row = self._db.execute("SELECT COALESCE(SUM(bytes), 0) FROM fetches").fetchone()
+        return int(row[0])
+
     def fetched_pages(self) -> int:
         row = self._db.execute("SELECT COUNT(*) FROM fetches").fetchone()
         return int(row[0])
@@ -526,7 +590,9 @@ class SqliteStore:
         return int(row[0])
 
     def seed_urls(self) -> list[str]:
-        return [str(row[0]) for row in self._db.execute("SELECT url FROM urls WHERE source = 'seed'")]
+        return [
+            str(row[0]) for row in self._db.execute("SELECT url FROM urls WHERE source = 'seed'")
+        ]
 
     def set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -64,7 +64,18 @@ CREATE TABLE IF NOT EXISTS urls (
     discovered_at    REAL NOT NULL,
     updated_at       REAL NOT NULL,
     etag             TEXT,
-    last_modified    TEXT
+    last_modified    TEXT,
+    -- From sitemaps (parse/sitemap.py); NULL for URLs no sitemap listed.
+    lastmod          TEXT,
+    changefreq       TEXT,
+    sitemap_priority REAL,
+    -- Recrawl (store/sqlite_revisit.py): adaptive interval, due time, when a queued revisit
+    -- became due, last visit that saw a change, content hash of the last 200.
+    revisit_interval REAL,
+    next_fetch_at    REAL,
+    due_at           REAL,
+    last_changed_at  REAL,
+    content_hash     TEXT
 );
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host_id, priority, id) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS urls_leased ON urls (lease_expires_at) WHERE state = 'leased';
@@ -91,7 +102,20 @@ CREATE TABLE IF NOT EXISTS fetches (
     warc_offset    INTEGER,
     warc_length    INTEGER,
     redirect_to    TEXT,
+    -- Content dedup (store/sqlite_dedup.py): simhash as signed 64-bit, first fetch of another
+    -- URL with the same text_sha256, near-duplicate cluster id (its first page's fetch id).
+    simhash        INTEGER,
+    dup_of         INTEGER,
+    near_dup_of    INTEGER,
     UNIQUE (url_id, version)
+);
+CREATE INDEX IF NOT EXISTS fetches_text ON fetches (text_sha256) WHERE text_sha256 IS NOT NULL;
+
+-- Exact and near-duplicate pages per host; their share of the host's fetches lowers the priority
+-- of the host's further URLs (store/sqlite_dedup.py record_content).
+CREATE TABLE IF NOT EXISTS host_dups (
+    host_id    INTEGER PRIMARY KEY,
+    duplicates INTEGER NOT NULL
 );
 
 -- The append-only log downstream indexers consume: exactly one event per (URL, version), written
@@ -110,6 +134,34 @@ CREATE TABLE IF NOT EXISTS events (
     warc_file      TEXT,
     warc_offset    INTEGER,
     created_at     REAL NOT NULL
+);
+
+-- Trap budgets (store/sqlite_traps.py): URLs admitted per URL template per host, pages fetched
+-- per host per UTC day, and each host's discovery-ratio window (flagged: a likely trap).
+CREATE TABLE IF NOT EXISTS host_templates (
+    host_id  INTEGER NOT NULL,
+    template TEXT NOT NULL,
+    urls     INTEGER NOT NULL,
+    PRIMARY KEY (host_id, template)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS host_days (
+    host_id INTEGER NOT NULL,
+    day     INTEGER NOT NULL,
+    pages   INTEGER NOT NULL,
+    PRIMARY KEY (host_id, day)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS host_discovery (
+    host_id    INTEGER PRIMARY KEY,
+    pages      INTEGER NOT NULL,
+    new_urls   INTEGER NOT NULL,
+    last_ratio REAL,
+    flagged    INTEGER NOT NULL
+);
+-- Freshness: one row per revisit lease, how long after its due time it was leased.
+CREATE TABLE IF NOT EXISTS revisit_lags (
+    id        INTEGER PRIMARY KEY,
+    leased_at REAL NOT NULL,
+    lag       REAL NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS links (

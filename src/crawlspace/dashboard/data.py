@@ -1,0 +1,128 @@
+"""What the dashboard and the HTML report show, read from ``crawl.db`` on a read-only connection.
+
+One snapshot is a JSON-ready dict: the `crawlspace stats` summary, the sampled time series
+(columnar, as the charts want it), a per-host table and the most recent errors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from crawlspace.errors import OutputDirError
+from crawlspace.report import crawl_stats, open_crawl_db
+
+# Enough points for a plot a few thousand pixels wide; longer series are thinned evenly.
+MAX_POINTS = 2000
+MAX_HOSTS = 500
+MAX_ERRORS = 50
+SAMPLE_COLUMNS = (
+    "ts",
+    "pages",
+    "pages_per_s",
+    "queued",
+    "ready_hosts",
+    "in_flight",
+    "discovered",
+    "discovery_ratio",
+    "errors",
+    "bytes",
+    "duplicates",
+)
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def samples(db: sqlite3.Connection) -> dict[str, list[Any]]:
+    if "ts" not in _columns(db, "samples"):
+        return {name: [] for name in SAMPLE_COLUMNS}
+    rows = db.execute(f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM samples ORDER BY ts").fetchall()
+    if len(rows) > MAX_POINTS:
+        step = len(rows) / MAX_POINTS
+        rows = [rows[int(i * step)] for i in range(MAX_POINTS - 1)] + [rows[-1]]
+    return {name: [row[i] for row in rows] for i, name in enumerate(SAMPLE_COLUMNS)}
+
+
+def hosts(db: sqlite3.Connection, limit: int = MAX_HOSTS) -> list[dict[str, Any]]:
+    """One row per host, busiest first. Columns other engineers add (backoff) show when present."""
+    optional = [c for c in ("backoff_level", "failures") if c in _columns(db, "hosts")]
+    extra = "".join(f", h.{c}" for c in optional)
+    rows = db.execute(
+        "SELECT h.id, h.host_key, h.queued, h.in_flight, h.admitted, h.next_allowed_at,"
+        f" r.outcome AS robots, r.status AS robots_status, r.expires_at AS robots_expires_at{extra}"
+        " FROM hosts h LEFT JOIN robots r ON r.host_id = h.id"
+        " ORDER BY h.fetched DESC, h.queued DESC, h.id LIMIT ?",
+        (limit,),
+    ).fetchall()
+    ids = [row["id"] for row in rows]
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    per_host = {
+        row[0]: row[1:]
+        for row in db.execute(
+            "SELECT u.host_id, COUNT(*), SUM(f.status >= 400), SUM(f.status = 429),"
+            " COUNT(f.text_sha256), COUNT(DISTINCT f.text_sha256)"
+            f" FROM fetches f JOIN urls u ON u.id = f.url_id WHERE u.host_id IN ({marks})"
+            " GROUP BY u.host_id",
+            ids,
+        )
+    }
+    failed = dict(
+        db.execute(
+            "SELECT host_id, COUNT(*) FROM urls WHERE state = 'failed'"
+            f" AND host_id IN ({marks}) GROUP BY host_id",
+            ids,
+        ).fetchall()
+    )
+    table = []
+    for row in rows:
+        fetched, errors, s429, texts, distinct = per_host.get(row["id"], (0, 0, 0, 0, 0))
+        record = {k: row[k] for k in row.keys() if k != "id"}  # noqa: SIM118 (sqlite3.Row)
+        record.update(
+            fetched=fetched,
+            errors=int(errors or 0),
+            status_429=int(s429 or 0),
+            failed=failed.get(row["id"], 0),
+            duplicate_rate=(texts - distinct) / texts if texts else 0.0,
+        )
+        table.append(record)
+    return table
+
+
+def recent_errors(db: sqlite3.Connection, limit: int = MAX_ERRORS) -> list[dict[str, Any]]:
+    rows = db.execute(
+        "SELECT * FROM ("
+        " SELECT url, CAST(status AS TEXT) AS what, fetched_at AS at FROM fetches"
+        " WHERE status >= 400"
+        " UNION ALL"
+        " SELECT url, 'failed: ' || COALESCE(reason, '?') AS what, updated_at AS at FROM urls"
+        " WHERE state = 'failed'"
+        ") ORDER BY at DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [dict(row) for row in rows]
+
+
+def snapshot(out_dir: Path | str) -> dict[str, Any]:
+    """Everything one page view needs; ``ready`` is False while no crawl.db exists yet."""
+    try:
+        db = open_crawl_db(out_dir)
+    except OutputDirError as exc:
+        return {"ready": False, "message": str(exc)}
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        return {
+            "ready": True,
+            "dir": str(out_dir),
+            "summary": crawl_stats(out_dir),
+            "meta": meta,
+            "samples": samples(db),
+            "hosts": hosts(db),
+            "errors": recent_errors(db),
+        }
+    finally:
+        db.close()

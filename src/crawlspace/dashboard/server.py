@@ -1,0 +1,102 @@
+"""`crawlspace serve DIR`: the live dashboard, a small aiohttp app reading crawl.db read-only.
+
+It binds to 127.0.0.1 by default: the page shows every URL of the crawl and is meant for the
+operator's own machine (reach it remotely through an SSH tunnel rather than a public bind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from aiohttp import web
+
+from crawlspace.dashboard.data import snapshot
+from crawlspace.dashboard.page import ASSETS, asset, served_page
+
+LOOPBACK = "127.0.0.1"
+_CONTENT_TYPES = {".js": "text/javascript", ".css": "text/css"}
+
+
+def make_app(out_dir: Path | str) -> web.Application:
+    page = served_page()
+
+    async def index(_: web.Request) -> web.Response:
+        return web.Response(text=page, content_type="text/html")
+
+    async def static(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in ASSETS:  # a fixed list: no path from the request touches the disk
+            raise web.HTTPNotFound
+        suffix = name[name.rfind(".") :]
+        return web.Response(
+            text=asset(name),
+            content_type=_CONTENT_TYPES[suffix],
+            headers={"Cache-Control": "max-age=3600"},
+        )
+
+    async def api_snapshot(_: web.Request) -> web.Response:
+        # SQLite reads block; keep them off the event loop so slow queries do not stall it.
+        data = await asyncio.to_thread(snapshot, out_dir)
+        return web.json_response(data, headers={"Cache-Control": "no-store"})
+
+    app = web.Application()
+    app.add_routes(
+        [
+            web.get("/", index),
+            web.get("/static/{name}", static),
+            web.get("/api/snapshot", api_snapshot),
+        ]
+    )
+    return app
+
+
+class DashboardServer:
+    """The dashboard in a background thread with its own event loop (used by `crawl --dashboard`
+    and by tests); ``port=0`` picks a free port."""
+
+    def __init__(self, out_dir: Path | str, port: int = 0, host: str = LOOPBACK) -> None:
+        self.out_dir = out_dir
+        self.host = host
+        self.port = port
+        self._loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"
+
+    async def _start(self) -> None:
+        self._runner = web.AppRunner(make_app(self.out_dir), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    def start(self) -> DashboardServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            runner = self._runner
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop).result(timeout=10)
+            self._runner = None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> DashboardServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_forever(out_dir: Path | str, port: int, host: str = LOOPBACK) -> None:
+    """Run until interrupted (Ctrl-C)."""
+    print(f"crawlspace dashboard for {out_dir} at http://{host}:{port}/ (Ctrl-C stops it)")
+    web.run_app(make_app(out_dir), host=host, port=port, print=None, access_log=None)

@@ -1,0 +1,168 @@
+/* crawlspace dashboard: renders one snapshot (embedded by `crawlspace report`, or polled from
+   api/snapshot by `crawlspace serve`). No network access beyond the page's own origin. */
+(function () {
+  "use strict";
+  var embedded = window.CRAWLSPACE_SNAPSHOT || null;
+  var params = new URLSearchParams(window.location.search);
+  var refreshMs = Math.max(200, Number(params.get("refresh") || 1000));
+  var plots = {};
+  var hostSort = { key: "fetched", dir: -1 };
+  var lastHosts = [];
+  var updates = 0;
+  var HOST_COLUMNS = [
+    ["host_key", "host"], ["fetched", "fetched"], ["errors", "errors"], ["status_429", "429s"],
+    ["failed", "failed"], ["duplicate_rate", "dup rate"], ["queued", "queued"],
+    ["in_flight", "in flight"], ["admitted", "admitted"], ["robots", "robots"],
+    ["next_allowed_at", "next allowed"], ["backoff_level", "backoff"], ["failures", "failure streak"]
+  ];
+
+  function $(id) { return document.getElementById(id); }
+  function el(tag, text, cls) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    if (cls) { node.className = cls; }
+    return node;
+  }
+  function fmtNum(v) { return v === null || v === undefined ? "" : Number(v).toLocaleString("en"); }
+  function fmtTime(ts) {
+    if (!ts) { return ""; }
+    return new Date(ts * 1000).toISOString().replace("T", " ").slice(0, 19);
+  }
+  function fmtBytes(n) {
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return n.toFixed(i ? 1 : 0) + " " + units[i];
+  }
+
+  function renderTotals(snap) {
+    var s = snap.summary, box = $("totals");
+    var last = snap.samples.pages_per_s.length ? snap.samples.pages_per_s[snap.samples.pages_per_s.length - 1] : 0;
+    var cards = [
+      ["pages", fmtNum(s.pages)], ["pages/s (last)", Number(last || 0).toFixed(1)],
+      ["queued", fmtNum(s.queued)], ["URLs known", fmtNum(s.urls)],
+      ["hosts crawled", s.hosts_crawled + " / " + s.hosts], ["bytes", fmtBytes(s.bytes)],
+      ["exact duplicates", fmtNum(s.exact_duplicates)]
+    ];
+    box.replaceChildren.apply(box, cards.map(function (c) {
+      var card = el("div", null, "card");
+      card.appendChild(el("b", c[1]));
+      card.appendChild(document.createTextNode(c[0]));
+      card.dataset.name = c[0];
+      return card;
+    }));
+  }
+
+  function renderPlot(id, xs, ys, label, color) {
+    var target = $(id);
+    var data = [xs, ys.map(function (v) { return v === null ? null : Number(v); })];
+    if (!plots[id]) {
+      plots[id] = new uPlot({
+        width: 420, height: 200, legend: { show: false },
+        scales: { x: { time: true } },
+        series: [{}, { label: label, stroke: color, width: 2, fill: color + "22", spanGaps: true }],
+        axes: [{}, { size: 60 }]
+      }, data, target);
+    } else {
+      plots[id].setData(data);
+    }
+    target.dataset.points = String(xs.length);
+  }
+
+  function renderStatus(statuses) {
+    var box = $("status-mix"), total = 0, key;
+    for (key in statuses) { total += statuses[key]; }
+    var rows = Object.keys(statuses).map(function (code) {
+      var row = el("div"), n = statuses[code];
+      var bar = el("span", null, "bar c" + code.charAt(0) + "xx");
+      bar.style.width = Math.max(2, Math.round(300 * n / Math.max(total, 1))) + "px";
+      row.appendChild(el("code", code));
+      row.appendChild(bar);
+      row.appendChild(el("span", fmtNum(n)));
+      return row;
+    });
+    box.replaceChildren.apply(box, rows);
+  }
+
+  function hostCell(key, value) {
+    if (key === "next_allowed_at" || key === "robots_expires_at") { return fmtTime(value); }
+    if (key === "duplicate_rate") { return (100 * (value || 0)).toFixed(1) + "%"; }
+    if (key === "robots" && value === null) { return "pending"; }
+    return value === null || value === undefined ? "" : value;
+  }
+
+  function compare(a, b) {
+    var x = a[hostSort.key], y = b[hostSort.key];
+    if (x === y) { return 0; }
+    if (x === null || x === undefined) { return 1; }
+    if (y === null || y === undefined) { return -1; }
+    return (x < y ? -1 : 1) * hostSort.dir;
+  }
+
+  function renderHosts(hosts) {
+    lastHosts = hosts;
+    var table = $("hosts");
+    var cols = HOST_COLUMNS.filter(function (c) {
+      return hosts.length === 0 || Object.prototype.hasOwnProperty.call(hosts[0], c[0]);
+    });
+    var head = el("tr");
+    cols.forEach(function (c) {
+      var th = el("th", c[1]);
+      th.dataset.key = c[0];
+      if (hostSort.key === c[0]) { th.setAttribute("aria-sort", hostSort.dir > 0 ? "ascending" : "descending"); }
+      th.addEventListener("click", function () {
+        hostSort = { key: c[0], dir: hostSort.key === c[0] ? -hostSort.dir : (c[0] === "host_key" ? 1 : -1) };
+        renderHosts(lastHosts);
+      });
+      head.appendChild(th);
+    });
+    table.tHead.replaceChildren(head);
+    var body = hosts.slice().sort(compare).map(function (h) {
+      var tr = el("tr");
+      cols.forEach(function (c) {
+        var v = h[c[0]];
+        tr.appendChild(el("td", hostCell(c[0], v), typeof v === "number" ? "num" : ""));
+      });
+      return tr;
+    });
+    table.tBodies[0].replaceChildren.apply(table.tBodies[0], body);
+  }
+
+  function renderErrors(errors) {
+    var body = $("errors").tBodies[0];
+    body.replaceChildren.apply(body, errors.map(function (e) {
+      var tr = el("tr");
+      tr.appendChild(el("td", fmtTime(e.at)));
+      tr.appendChild(el("td", e.what));
+      tr.appendChild(el("td", e.url));
+      return tr;
+    }));
+  }
+
+  function render(snap) {
+    if (!snap.ready) { $("status").textContent = snap.message; return; }
+    var s = snap.samples, ended = snap.meta.last_run_ended_at;
+    $("dir").textContent = snap.dir;
+    renderTotals(snap);
+    renderPlot("plot-rate", s.ts, s.pages_per_s, "pages/s", "#4a78c2");
+    renderPlot("plot-queued", s.ts, s.queued, "queued", "#2b9348");
+    renderPlot("plot-discovery", s.ts, s.discovery_ratio, "new URLs / page", "#c2552f");
+    renderStatus(snap.summary.statuses);
+    renderHosts(snap.hosts);
+    renderErrors(snap.errors);
+    updates += 1;
+    document.body.dataset.updates = String(updates);
+    document.body.dataset.pages = String(snap.summary.pages);
+    $("status").textContent = (embedded ? "report of a crawl; " : "live, refreshed " + new Date().toLocaleTimeString() + "; ") +
+      s.ts.length + " samples" + (ended ? "; last run ended " + fmtTime(Number(ended)) : "");
+  }
+
+  function poll() {
+    fetch("api/snapshot", { cache: "no-store" })
+      .then(function (r) { return r.json(); })
+      .then(render)
+      .catch(function (err) { $("status").textContent = "cannot reach the dashboard server: " + err; })
+      .finally(function () { window.setTimeout(poll, refreshMs); });
+  }
+
+  if (embedded) { render(embedded); } else { poll(); }
+})();

@@ -1,0 +1,152 @@
+"""Crawler-trap defenses that need no state: pure checks on one normalized URL, the URL-template
+key the store counts per host, and the per-host discovery-ratio window.
+
+Some URL spaces are infinite (calendars, session ids, faceted search, servers that answer any
+path); only budgets stop a crawler inside them (Heydon & Najork, "Mercator", 1999, §3.5; Olston &
+Najork, "Web Crawling", 2010, §6). Each rejection has a reason slug that is counted in
+``counters`` (``rejected.<reason>``) like every other admission refusal.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+__all__ = [
+    "DiscoveryWindow",
+    "ExcludeRule",
+    "TrapRules",
+    "advance_window",
+    "compile_excludes",
+    "max_segment_repeats",
+    "trap_reason",
+    "url_template",
+]
+
+# Longest run of path segments looked for when detecting /a/b/c/a/b/c repetition.
+MAX_REPEAT_UNIT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ExcludeRule:
+    """``[HOST_GLOB ]PATTERN``: PATTERN is a glob over path+query, or a regex after ``re:``
+    (searched, not anchored); HOST_GLOB (default every host) is matched on the hostname."""
+
+    host: str
+    pattern: re.Pattern[str]
+    text: str
+
+    def matches(self, hostname: str, path_qs: str) -> bool:
+        return fnmatch.fnmatchcase(hostname, self.host) and bool(self.pattern.search(path_qs))
+
+
+def compile_excludes(patterns: tuple[str, ...]) -> tuple[ExcludeRule, ...]:
+    rules = []
+    for text in patterns:
+        parts = text.split(None, 1)
+        host, pattern = ("*", parts[0]) if len(parts) == 1 else (parts[0].lower(), parts[1])
+        if pattern.startswith("re:"):
+            try:
+                compiled = re.compile(pattern[3:])
+            except re.error as exc:
+                raise ValueError(f"exclude {text!r}: bad regular expression ({exc})") from None
+        else:
+            compiled = re.compile(fnmatch.translate(pattern))
+        rules.append(ExcludeRule(host, compiled, text))
+    return tuple(rules)
+
+
+@dataclass(frozen=True, slots=True)
+class TrapRules:
+    # A run of path segments repeated consecutively more than this many times (/a/b/a/b/a/b is
+    # "a/b" three times) is a relative-link loop. 0 turns the check off.
+    max_path_repeats: int = 2
+    # More query parameters than this is combinatorial faceted navigation. 0: off.
+    max_query_params: int = 10
+    exclude: tuple[ExcludeRule, ...] = ()
+
+
+def max_segment_repeats(segments: list[str], max_unit: int = MAX_REPEAT_UNIT) -> int:
+    """The largest number of consecutive repetitions of any run of 1..max_unit segments."""
+    best = 1
+    n = len(segments)
+    for unit in range(1, min(max_unit, n // 2) + 1):
+        for start in range(n - unit):
+            count = 1
+            pos = start + unit
+            while pos + unit <= n and segments[pos : pos + unit] == segments[start : start + unit]:
+                count += 1
+                pos += unit
+            best = max(best, count)
+    return best
+
+
+def trap_reason(url: str, rules: TrapRules) -> str | None:
+    """None to keep ``url``, else the reason slug it is dropped for."""
+    parts = urlsplit(url)
+    if rules.exclude:
+        path_qs = parts.path + ("?" + parts.query if parts.query else "")
+        hostname = parts.hostname or ""
+        if any(rule.matches(hostname, path_qs) for rule in rules.exclude):
+            return "excluded_pattern"
+    if rules.max_query_params and parts.query.count("&") + 1 > rules.max_query_params:
+        return "query_params"
+    if rules.max_path_repeats:
+        segments = [s for s in parts.path.split("/") if s]
+        if len(segments) > rules.max_path_repeats and (
+            max_segment_repeats(segments) > rules.max_path_repeats
+        ):
+            return "path_repeat"
+    return None
+
+
+_DIGITS = re.compile(r"\d+")
+# Opaque tokens (session ids, hashes): long runs of letters and digits mixed.
+_TOKEN = re.compile(r"^(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{12,}$")
+
+
+def _segment_template(segment: str) -> str:
+    if _TOKEN.match(segment):
+        return "{id}"
+    return _DIGITS.sub("{n}", segment)
+
+
+def url_template(url: str) -> str:
+    """The URL with its variable parts abstracted: digit runs and opaque tokens in the path, and
+    every query value (parameter names kept, sorted). URLs that differ only there share a key:
+    ``/cal/2031/07?view=week`` and ``/cal/1999/12?view=day`` are both ``/cal/{n}/{n}?view=``."""
+    parts = urlsplit(url)
+    path = "/".join(_segment_template(s) for s in parts.path.split("/"))
+    names = sorted({p.split("=", 1)[0] for p in parts.query.split("&") if p}) if parts.query else []
+    query = "&".join(f"{name}=" for name in names)
+    return f"{path}?{query}" if query else path
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryWindow:
+    """A host's discovery ratio (new URLs admitted per page fetched) over tumbling windows of
+    ``window`` pages. A finite site's ratio trends to 0 as its pages are found; a trap keeps
+    inventing URLs, so its ratio does not fall from one window to the next."""
+
+    pages: int = 0  # pages fetched in the current window
+    new_urls: int = 0  # URLs first admitted from them
+    last_ratio: float | None = None  # the previous complete window's ratio
+    flagged: bool = False
+
+
+def advance_window(
+    state: DiscoveryWindow, new_urls: int, *, window: int, min_ratio: float
+) -> DiscoveryWindow:
+    """Account one fetched page that admitted ``new_urls``. At each window's end the host is
+    flagged when its ratio is at least ``min_ratio`` and did not fall below 90% of the previous
+    window's (unflagged otherwise, so a host that calms down recovers)."""
+    pages, found = state.pages + 1, state.new_urls + new_urls
+    if pages < window:
+        return DiscoveryWindow(pages, found, state.last_ratio, state.flagged)
+    ratio = found / pages
+    flagged = (
+        state.last_ratio is not None and ratio >= min_ratio and ratio >= 0.9 * state.last_ratio
+    )
+    return DiscoveryWindow(0, 0, ratio, flagged)

@@ -1,0 +1,86 @@
+"""Adaptive revisit intervals, one per URL. Pure: every function takes the values it needs.
+
+The rule is the multiplicative one of Cho & Garcia-Molina ("Effective page refresh policies for
+web crawlers", TODS 2003) in its simplest form: after a visit that found the page changed, the
+next visit comes twice as soon; after one that found it unchanged (same extracted-text hash, or a
+304), half as soon. For a page that changes every T seconds the interval settles in [T/4, T]
+(tests/unit/test_revisit.py): an interval >= T always sees a change and halves, and a change
+seen in a window of T/2 may be seen again in the next, while T/4 windows mostly miss and double.
+So it tracks T within a small factor, biased toward freshness (typically about T/2). Intervals are
+clamped to [min_interval, max_interval]; the first one comes from the sitemap's ``changefreq``
+(sitemaps.org, a hint) or the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CHANGEFREQ_SECONDS", "RevisitPolicy"]
+
+HOUR = 3600.0
+DAY = 24 * HOUR
+
+# sitemaps.org <changefreq> as seconds. "always" and "never" map to the clamp bounds.
+CHANGEFREQ_SECONDS: dict[str, float] = {
+    "always": 0.0,
+    "hourly": HOUR,
+    "daily": DAY,
+    "weekly": 7 * DAY,
+    "monthly": 30 * DAY,
+    "yearly": 365 * DAY,
+    "never": float("inf"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RevisitPolicy:
+    min_interval: float = DAY
+    max_interval: float = 30 * DAY
+    initial_interval: float = 7 * DAY
+    # A tombstone (404/410) is checked again this rarely: pages do come back, but seldom.
+    gone_interval: float = 30 * DAY
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_interval <= self.max_interval:
+            raise ValueError(
+                f"revisit intervals need 0 < min <= max (got {self.min_interval}, "
+                f"{self.max_interval})"
+            )
+
+    def clamp(self, seconds: float) -> float:
+        return min(max(seconds, self.min_interval), self.max_interval)
+
+    def first(self, changefreq: str | None = None) -> float:
+        """The interval after a URL's first fetch."""
+        hinted = CHANGEFREQ_SECONDS.get((changefreq or "").strip().lower())
+        return self.clamp(self.initial_interval if hinted is None else hinted)
+
+    def next(
+        self, interval: float | None, *, changed: bool, changefreq: str | None = None
+    ) -> float:
+        """The interval after a revisit that found the page ``changed`` (or not)."""
+        if interval is None:
+            return self.first(changefreq)
+        return self.clamp(interval / 2.0 if changed else interval * 2.0)
+
+    def after_visit(
+        self,
+        interval: float | None,
+        *,
+        old_hash: str | None,
+        new_hash: str | None,
+        not_modified: bool = False,
+        gone: bool = False,
+        changefreq: str | None = None,
+    ) -> tuple[float, bool]:
+        """(next interval, whether the content changed) after one completed visit.
+
+        A first visit (``interval`` None) counts as a change. A 304 is unchanged by definition;
+        otherwise the page changed when its content hash differs from the stored one.
+        """
+        if gone:
+            return max(self.gone_interval, self.min_interval), old_hash is not None
+        if interval is None:
+            return self.first(changefreq), True
+        changed = not not_modified and new_hash != old_hash
+        return self.next(interval, changed=changed), changed

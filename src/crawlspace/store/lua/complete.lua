@@ -1,0 +1,36 @@
+-- Finish a page lease: a conditional write on (url id, version, lease id, worker epoch) that
+-- appends exactly one completion event to the bucket's stream. A stale or duplicate completion
+-- matches nothing, writes nothing and appends nothing.
+-- ARGV: prefix, id, lease id, version, epoch, state, reason, next_allowed_at ('' none), etag,
+-- last_modified, max_in_flight, fetched (0/1), stream maxlen, now, host backoff level and
+-- failure streak ('' for unchanged; frontier/backoff.py).
+-- Returns 1 done, 0 stale, -1 illegal transition (nothing written).
+local id, lid, version, epoch, state = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local max_in_flight = tonumber(ARGV[11])
+local host = current_page(id, lid, version, epoch)
+if not host then return 0 end
+-- frontier/states.py TRANSITIONS['leased'], checked before any write.
+local allowed = {queued = true, fetched = true, redirected = true, excluded = true, failed = true,
+  not_modified = true}
+if not allowed[state] then return -1 end
+local u = ukey(id)
+redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '', 'epoch', '', 'at', ARGV[14])
+if ARGV[9] ~= '' then redis.call('HSET', u, 'etag', ARGV[9]) end
+if ARGV[10] ~= '' then redis.call('HSET', u, 'lm', ARGV[10]) end
+end_lease(host, 'P|' .. id .. '|' .. lid)
+if state == 'queued' then
+  -- A retry keeps its attempt count and its version: versions count visits, not tries.
+  redis.call('ZADD', qkey(host), redis.call('HGET', u, 'prio'), id)
+  redis.call('HINCRBY', ST, 'queued', 1)
+end
+if ARGV[15] ~= '' then redis.call('HSET', hkey(host), 'backoff', ARGV[15]) end
+if ARGV[16] ~= '' then redis.call('HSET', hkey(host), 'failures', ARGV[16]) end
+move_clock(host, ARGV[8])
+resched(host, max_in_flight)
+if state ~= 'queued' then
+  -- A retried attempt is not an event: the visit's one terminal completion is (as in SQLite).
+  if ARGV[12] == '1' then redis.call('HINCRBY', ST, 'fetched', 1) end
+  redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
+    'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
+end
+return 1

@@ -1,0 +1,27 @@
+-- Return this bucket's leases whose expiry is <= cutoff to their host queues and give the
+-- tokens back. The fetch may have happened, so the attempt counts and the clock stays put.
+-- The host then waits until `hold` (now + the lost-lease gap): its last request may have ended
+-- just before (store/base.py FrontierLimits.lost_lease_gap).
+-- ARGV: prefix, cutoff ('+inf' at recovery), max_in_flight, hold. Returns the number expired.
+local max_in_flight = tonumber(ARGV[3])
+local hold = ARGV[4]
+local expired = 0
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', ARGV[2])) do
+  local kind, a, b = string.match(member, '^(%u)|([^|]*)|(.*)$')
+  if kind == 'R' then
+    move_clock(b, hold)
+    give_back_robots(b, a, max_in_flight)
+    expired = expired + 1
+  else
+    local host = redis.call('HGET', ukey(a), 'host')
+    local v = redis.call('HMGET', ukey(a), 'state', 'lease')
+    if v[1] == 'leased' and v[2] == b then
+      move_clock(host, hold)
+      give_back_page(host, a, b, 1, max_in_flight)
+      expired = expired + 1
+    else
+      redis.call('ZREM', LEASES, member)  -- cannot happen: every ending removes its entry
+    end
+  end
+end
+return expired

@@ -1,0 +1,426 @@
+"""A shared frontier on Redis or Redis Cluster: many crawlers, one politeness owner per host.
+
+Layout. Hosts are spread over ``buckets`` (crc32(host_key) % buckets, the same in every process).
+Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluster slot:
+
+    {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease ids)
+    {ns:bN}:ready       zset   host -> next_allowed_at, only hosts that can take a lease
+    {ns:bN}:seen        hash   url -> url id: the exact seen set
+    {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" -> expires_at
+    {ns:bN}:events      stream one entry per successful completion (url id, version, lease, epoch)
+    {ns:bN}:h:<host>    hash   inflight, next, admitted, rlease (robots lease), rexp (robots expiry)
+    {ns:bN}:q:<host>    zset   url id -> priority (ties: id order, i.e. admission order)
+    {ns:bN}:r:<host>    hash   the robots.txt record
+    {ns:bN}:u:<id>      hash   url, host, depth, prio, state, version, attempts, lease, epoch, ...
+
+Each atomic operation is one Lua script (``store/lua/``) that touches one bucket, hence one slot on
+one shard: no CROSSSLOT errors, no client-side locks. The price is that cross-bucket questions
+(which buckets have ready hosts, the earliest ready time, the number of leases in flight) are
+answered by a pipelined scan over all buckets: one round trip per shard, O(buckets) server work.
+``lease`` first counts ready hosts per bucket (ZCOUNT), then runs the lease script only on
+buckets with ready hosts, sharing ``limit`` among them starting from a rotating cursor so load
+spreads over buckets and shards; within a bucket the earliest-ready hosts go first.
+
+Discovered links belong to other buckets, so ``complete`` adds them *before* the completing write:
+a crash in between re-fetches the page (at-least-once) but never loses a link.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from importlib.resources import files
+from typing import Any, TypeVar
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from crawlspace.frontier.states import IllegalTransition
+from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.robots.policy import robots_url
+from crawlspace.store.base import AddResult, FrontierLimits
+
+DEFAULT_BUCKETS = 1024
+_ADD_CHUNK = 500  # candidates per add script: keeps each script call short (Redis is one thread)
+_LEASE_FIELDS = 14
+# Errors a failover, a restart or a moving slot produce; the operation is retried.
+_TRANSIENT: tuple[type[Exception], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.TryAgainError,
+)
+_RERUN: tuple[type[Exception], ...] = (*_TRANSIENT, redis.exceptions.NoScriptError)
+_T = TypeVar("_T")
+_SCRIPTS = ("add", "lease", "complete", "complete_robots", "release", "expire")
+
+
+def connect(url: str) -> Any:
+    """``redis://HOST:PORT[/DB]``: one Redis; ``redis+cluster://H:P,H:P,...``: a Redis Cluster."""
+    if url.startswith("redis+cluster://"):
+        nodes = []
+        for part in url.removeprefix("redis+cluster://").strip("/").split(","):
+            host, _, port = part.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"{url!r}: expected redis+cluster://HOST:PORT,HOST:PORT,...")
+            nodes.append(ClusterNode(host.strip("[]"), int(port)))  # type: ignore[no-untyped-call]
+        return RedisCluster(startup_nodes=nodes, decode_responses=True)
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return redis.Redis.from_url(url, decode_responses=True)
+    raise ValueError(f"{url!r}: a Redis frontier URL starts with redis:// or redis+cluster://")
+
+
+def _num(value: float) -> str:
+    """Shortest exact decimal form of a float (repr round-trips), which Redis parses as a score."""
+    return repr(float(value))
+
+
+class RedisFrontier:
+    """Implements ``crawlspace.store.base.Frontier`` on Redis or Redis Cluster."""
+
+    def __init__(
+        self,
+        client: Any,
+        limits: FrontierLimits | None = None,
+        *,
+        namespace: str = "cs",
+        buckets: int = DEFAULT_BUCKETS,
+        epoch: int | None = None,
+        events_maxlen: int = 1_000_000,
+        retry_seconds: float = 30.0,
+    ) -> None:
+        self.limits = limits or FrontierLimits()
+        if self.limits.max_in_flight_per_host < 1:
+            raise ValueError("max_in_flight_per_host must be at least 1")
+        self._r = client
+        self._ns = namespace
+        self._n = buckets
+        self._events_maxlen = events_maxlen
+        self.retry_seconds = retry_seconds
+        self._retrying(self._check_layout)
+        # The worker epoch: a fencing token every lease carries and every ending must match.
+        if epoch is None:
+            epoch = int(self._retrying(lambda: self._r.incr(f"{namespace}:epoch")))
+        self.epoch = epoch
+        prelude = (files("crawlspace.store") / "lua" / "_common.lua").read_text()
+        self._src = {
+            name: prelude + (files("crawlspace.store") / "lua" / f"{name}.lua").read_text()
+            for name in _SCRIPTS
+        }
+        self._sha: dict[str, str] = {}
+        self._retrying(self._load_scripts)
+        self._cursor = 0
+
+    def _check_layout(self) -> None:
+        """Every process must hash hosts into the same number of buckets, or hosts split."""
+        key = f"{self._ns}:buckets"
+        self._r.set(key, self._n, nx=True)
+        stored = int(self._r.get(key))
+        if stored != self._n:
+            raise ValueError(f"{key} is {stored} in Redis, this process was given {self._n}")
+
+    # -- keys and scripts ---------------------------------------------------------------------
+
+    def bucket(self, host_key: str) -> int:
+        return zlib.crc32(host_key.encode()) % self._n
+
+    def _prefix(self, bucket: int) -> str:
+        return f"{{{self._ns}:b{bucket}}}:"
+
+    def _retrying(self, call: Callable[[], _T]) -> _T:
+        """Ride out a failover or a restart: retry while the deadline allows, then raise.
+
+        Retrying a script whose reply was lost is safe: add is idempotent (the seen set), a
+        repeated completion or release is refused as stale, and a lease granted twice leaves
+        one orphan lease that expires (at-least-once, never a lost URL).
+        """
+        deadline = time.monotonic() + self.retry_seconds
+        delay = 0.05
+        while True:
+            try:
+                return call()
+            except redis.exceptions.NoScriptError:
+                # A promoted replica or a restarted node may lack the script cache.
+                self._load_scripts()
+            except _TRANSIENT:
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)  # bounded by the deadline; nothing to do until Redis is back
+                delay = min(delay * 2, 1.0)
+
+    def _load_scripts(self) -> None:
+        self._sha = {name: self._r.script_load(src) for name, src in self._src.items()}
+
+    def _run(self, name: str, bucket: int, *args: object) -> Any:
+        prefix = self._prefix(bucket)
+        return self._retrying(
+            lambda: self._r.evalsha(self._sha[name], 1, prefix + "st", prefix, *args)
+        )
+
+    def _run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
+        """One pipelined round trip per shard; a call that failed is rerun on its own."""
+        pipe = self._r.pipeline(transaction=False)
+        for bucket, args in calls:
+            prefix = self._prefix(bucket)
+            # execute_command: redis-py's cluster pipeline blocks .evalsha() but routes EVALSHA
+            # by its one key like any keyed command.
+            pipe.execute_command("EVALSHA", self._sha[name], 1, prefix + "st", prefix, *args)
+        try:
+            results: list[Any] = pipe.execute(raise_on_error=False)
+        except _RERUN as exc:
+            results = [exc] * len(calls)
+        for i, result in enumerate(results):
+            if isinstance(result, _RERUN):
+                results[i] = self._run(name, calls[i][0], *calls[i][1])
+            elif isinstance(result, Exception):
+                raise result
+        return results
+
+    def _scan(self, key: str, command: Callable[[Any, str], object]) -> list[Any]:
+        """Run ``command(pipe, key)`` on one key of every bucket, pipelined (per shard)."""
+
+        def scan() -> list[Any]:
+            pipe = self._r.pipeline(transaction=False)
+            for bucket in range(self._n):
+                command(pipe, self._prefix(bucket) + key)
+            return list(pipe.execute())
+
+        return self._retrying(scan)
+
+    def _sum_counter(self, field: str) -> int:
+        return sum(int(v or 0) for v in self._scan("st", lambda p, k: p.hget(k, field)))
+
+    # -- the Frontier protocol -----------------------------------------------------------------
+
+    def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        by_bucket: dict[int, list[object]] = {}
+        for cand in candidates:
+            by_bucket.setdefault(self.bucket(cand.host_key), []).extend(
+                (
+                    cand.url,
+                    cand.host_key,
+                    cand.depth,
+                    cand.priority,
+                    cand.redirect_hops,
+                    cand.source,
+                )
+            )
+        seeds = [cand.url for cand in candidates if cand.source == "seed"]
+        if seeds:  # the scope of every worker starts from the seeds (discovery/scope.py)
+            self._r.sadd(f"{self._ns}:seeds", *seeds)
+        cap = self.limits.max_pages_per_host
+        head = (_num(now), -1 if cap is None else cap, self.limits.max_in_flight_per_host)
+        calls: list[tuple[int, Sequence[object]]] = []
+        for bucket, fields in by_bucket.items():
+            step = 6 * _ADD_CHUNK
+            for i in range(0, len(fields), step):
+                calls.append((bucket, (*head, bucket, self._n, *fields[i : i + step])))
+        added = seen = rejected = 0
+        for a, s, r in self._run_many("add", calls):
+            added, seen, rejected = added + int(a), seen + int(s), rejected + int(r)
+        return AddResult(added, seen, {"budget_host": rejected} if rejected else {})
+
+    def _ready_counts(self, now: float) -> list[int]:
+        at = _num(now)
+        return [int(c) for c in self._scan("ready", lambda p, k: p.zcount(k, "-inf", at))]
+
+    def ready_hosts(self, now: float) -> int:
+        return sum(self._ready_counts(now))
+
+    def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+        if limit <= 0:
+            return []
+        counts = self._ready_counts(now)
+        calls: list[tuple[int, Sequence[object]]] = []
+        remaining = limit
+        expires_at = now + lease_seconds
+        head = (_num(expires_at), self.epoch, self.limits.max_in_flight_per_host)
+        for step in range(self._n):
+            if remaining <= 0:
+                break
+            bucket = (self._cursor + step) % self._n
+            if counts[bucket] > 0:
+                # One lease per ready host in a pass; a host with spare tokens waits its turn.
+                take = min(counts[bucket], remaining)
+                calls.append((bucket, (_num(now), take, *head, bucket)))
+                remaining -= take
+        if not calls:
+            return []
+        self._cursor = (calls[-1][0] + 1) % self._n
+        leases: list[Lease] = []
+        for fields in self._run_many("lease", calls):
+            for i in range(0, len(fields), _LEASE_FIELDS):
+                leases.append(self._lease(fields[i : i + _LEASE_FIELDS], expires_at))
+        return leases
+
+    def _lease(self, f: Sequence[str], expires_at: float) -> Lease:
+        kind, lease_id, host_key, url, url_id, version, attempt, depth, hops, etag, lm, src = f[:12]
+        robots = kind == LeaseKind.ROBOTS.value
+        return Lease(
+            kind=LeaseKind.ROBOTS if robots else LeaseKind.PAGE,
+            lease_id=lease_id,
+            host_key=host_key,
+            url=robots_url(host_key) if robots else url,
+            url_id=int(url_id),
+            version=int(version),
+            attempt=int(attempt),
+            depth=int(depth),
+            redirect_hops=int(hops),
+            expires_at=expires_at,
+            etag=etag or None,
+            last_modified=lm or None,
+            epoch=self.epoch,
+            host_backoff=int(f[12]),
+            host_failures=int(f[13]),
+            source=src,
+        )
+
+    def _url_id(self, url_id: int) -> str:
+        return f"{url_id:016d}"
+
+    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+        if lease.kind is not LeaseKind.PAGE:
+            return False
+        if completion.discovered:
+            # Other buckets, so not atomic with the completion: add first (see module docstring).
+            result = self.add(completion.discovered, now)
+            for name, n in result.rejected.items():
+                completion.rejections[name] = completion.rejections.get(name, 0) + n
+        nxt = completion.next_allowed_at
+        done = int(
+            self._run(
+                "complete",
+                self.bucket(lease.host_key),
+                self._url_id(lease.url_id),
+                lease.lease_id,
+                lease.version,
+                lease.epoch,
+                completion.state,
+                completion.reason or "",
+                "" if nxt is None else _num(nxt),
+                completion.etag or "",
+                completion.last_modified or "",
+                self.limits.max_in_flight_per_host,
+                int(completion.fetch is not None),  # counted for terminal completions only
+                self._events_maxlen,
+                _num(now),
+                "" if completion.host_backoff is None else completion.host_backoff,
+                "" if completion.host_failures is None else completion.host_failures,
+            )
+        )
+        if done < 0:
+            raise IllegalTransition("leased", completion.state)
+        return done == 1
+
+    def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
+        if lease.kind is not LeaseKind.ROBOTS:
+            return False
+        return 1 == int(  # noqa: SIM300 - the script's status code first reads best
+            self._run(
+                "complete_robots",
+                self.bucket(lease.host_key),
+                lease.host_key,
+                lease.lease_id,
+                _num(next_allowed_at),
+                self.limits.max_in_flight_per_host,
+                "" if record.status is None else record.status,
+                record.outcome,
+                base64.b64encode(record.body).decode("ascii"),
+                _num(record.fetched_at),
+                _num(record.expires_at),
+                record.attempts,
+                record.error or "",
+            )
+        )
+
+    def release(self, lease: Lease, now: float) -> bool:
+        return 1 == int(  # noqa: SIM300 - the script's status code first reads best
+            self._run(
+                "release",
+                self.bucket(lease.host_key),
+                lease.kind.value,
+                lease.host_key,
+                self._url_id(lease.url_id),
+                lease.lease_id,
+                lease.version,
+                lease.epoch,
+                self.limits.max_in_flight_per_host,
+            )
+        )
+
+    def expire_leases(self, now: float) -> int:
+        return self._expire(_num(now), now)
+
+    def recover(self, now: float) -> int:
+        """Return *every* lease, of every worker: only for a crawl with no live workers."""
+        return self._expire("+inf", now)
+
+    def _expire(self, cutoff: str, now: float) -> int:
+        hold = _num(now + self.limits.lost_lease_gap)
+        args = (cutoff, self.limits.max_in_flight_per_host, hold)
+        calls = [(b, args) for b in range(self._n)]
+        return sum(int(n) for n in self._run_many("expire", calls))
+
+    def next_ready_at(self) -> float | None:
+        firsts = self._scan("ready", lambda p, k: p.zrange(k, 0, 0, withscores=True))
+        return min((float(first[0][1]) for first in firsts if first), default=None)
+
+    def earliest_lease_expiry(self) -> float | None:
+        firsts = self._scan("leases", lambda p, k: p.zrange(k, 0, 0, withscores=True))
+        return min((float(first[0][1]) for first in firsts if first), default=None)
+
+    def in_flight(self) -> int:
+        return self._sum_counter("inflight")
+
+    def robots(self, host_key: str) -> RobotsRecord | None:
+        key = f"{self._prefix(self.bucket(host_key))}r:{host_key}"
+        f = self._r.hgetall(key)
+        if not f:
+            return None
+        # The body travels base64-encoded: the client decodes replies as text, bodies are bytes.
+        return RobotsRecord(
+            host_key=host_key,
+            status=int(f["status"]) if f["status"] else None,
+            outcome=f["outcome"],
+            body=base64.b64decode(f["body"]),
+            fetched_at=float(f["fetched_at"]),
+            expires_at=float(f["expires_at"]),
+            attempts=int(f["attempts"]),
+            error=f["error"] or None,
+        )
+
+    # -- crawl bookkeeping and inspection ------------------------------------------------------
+
+    def count_rejections(self, rejections: dict[str, int]) -> None:
+        for name, n in rejections.items():
+            if n:
+                self._r.hincrby(f"{self._ns}:counters", f"rejected.{name}", n)
+
+    def queued(self) -> int:
+        return self._sum_counter("queued")
+
+    def fetched_pages(self) -> int:
+        return self._sum_counter("fetched")
+
+    def seed_urls(self) -> list[str]:
+        return sorted(self._r.smembers(f"{self._ns}:seeds"))
+
+    def url_state(self, url: str, host_key: str) -> tuple[str, str | None] | None:
+        prefix = self._prefix(self.bucket(host_key))
+        url_id = self._r.hget(prefix + "seen", url)
+        if url_id is None:
+            return None
+        state, reason = self._r.hmget(f"{prefix}u:{url_id}", "state", "reason")
+        return str(state), reason or None
+
+    def completion_events(self) -> list[dict[str, str]]:
+        """Every completion event of every bucket (for audits and tests; O(events))."""
+        events: list[dict[str, str]] = []
+        for bucket in range(self._n):
+            events.extend(f for _, f in self._r.xrange(self._prefix(bucket) + "events"))
+        return events
+
+    def close(self) -> None:
+        self._r.close()

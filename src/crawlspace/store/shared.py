@@ -1,0 +1,135 @@
+"""A worker's store: the frontier is shared (Redis), the crawl's metadata stays local (SQLite).
+
+``crawlspace worker`` runs the ordinary Crawler on this store. Every frontier operation (add,
+lease, complete, release, expire, robots state) goes to the shared ``RedisFrontier``, so politeness
+holds across all workers; what the worker fetched (fetch rows, links, events, telemetry samples,
+robots bodies) goes to its own ``DIR/crawl.db`` next to its own WARC files, so workers never
+contend on one SQLite file and each directory remains a readable crawl of its own.
+
+A page completion is committed in both places in a fixed order: the local rows are written in
+a SQLite transaction that stays open while the shared conditional write runs, then committed only
+if that write succeeded. A stale lease (the frontier refuses it) therefore leaves no local rows;
+a crash between the shared write and the local commit loses the local rows of that one page
+(its WARC record is on disk), never a frontier state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
+from crawlspace.store.base import AddResult
+from crawlspace.store.redis_frontier import RedisFrontier
+from crawlspace.store.sqlite import SqliteStore
+
+# How long an idle worker waits at least before polling again while other workers hold leases.
+_POLL = 0.1
+
+
+class _Stale(Exception):
+    """The shared frontier refused the completion: roll the local rows back."""
+
+
+class SharedStore(SqliteStore):
+    """Implements ``crawlspace.store.base.Store`` for one of many workers on a shared frontier."""
+
+    def __init__(self, path: Path | str, frontier: RedisFrontier) -> None:
+        super().__init__(path, frontier.limits)
+        self.frontier = frontier
+        self._last_now = 0.0
+
+    # -- the shared frontier ------------------------------------------------------------------
+
+    def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        return self.frontier.add(candidates, now)
+
+    def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+        self._last_now = now
+        return self.frontier.lease(now, limit, lease_seconds)
+
+    def release(self, lease: Lease, now: float) -> bool:
+        return self.frontier.release(lease, now)
+
+    def expire_leases(self, now: float) -> int:
+        self._last_now = now
+        return self.frontier.expire_leases(now)
+
+    def recover(self, now: float) -> int:
+        """Nothing to do: other workers may be alive, so a dead worker's leases simply expire."""
+        return 0
+
+    def next_ready_at(self) -> float | None:
+        """As the frontier's, but while any worker holds a lease the crawl is not over: its
+        completion may discover URLs, or its expiry may requeue one. Poll until then."""
+        ready = self.frontier.next_ready_at()
+        if ready is not None:
+            return ready
+        expiry = self.frontier.earliest_lease_expiry()
+        if expiry is None:
+            return None
+        if expiry <= self._last_now:
+            # A dead worker's lease, overdue: an idle worker takes it back at once rather than
+            # at the crawl loop's next periodic expiry pass.
+            self.frontier.expire_leases(self._last_now)
+            return self._last_now
+        return max(expiry, self._last_now + _POLL)
+
+    def in_flight(self) -> int:
+        return self.frontier.in_flight()
+
+    def robots(self, host_key: str) -> RobotsRecord | None:
+        return self.frontier.robots(host_key)
+
+    def seed_urls(self) -> list[str]:
+        return self.frontier.seed_urls()
+
+    def queued(self) -> int:
+        return self.frontier.queued()
+
+    def ready_hosts(self, now: float) -> int:
+        return self.frontier.ready_hosts(now)
+
+    # -- completions: shared write first, local rows committed only if it succeeded -------------
+
+    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+        try:
+            with self._transaction() as db:
+                requeue = completion.state == "queued"
+                fetch = None if requeue else completion.fetch
+                if fetch is not None:
+                    self._insert_fetch(db, lease, fetch, completion)
+                if not requeue:
+                    self._emit_event(db, lease, completion, now)
+                if not self.frontier.complete(lease, completion, now):
+                    raise _Stale
+                self._count(db, completion.rejections)
+        except _Stale:
+            return False
+        return True
+
+    def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
+        if not self.frontier.complete_robots(lease, record, next_allowed_at):
+            return False
+        with self._transaction() as db:  # a local copy, for stats and export of this worker
+            db.execute(
+                "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
+                " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    self._host_id(db, lease.host_key),
+                    record.status,
+                    record.outcome,
+                    record.body,
+                    hashlib.sha256(record.body).hexdigest(),
+                    record.fetched_at,
+                    record.expires_at,
+                    record.attempts,
+                    record.error,
+                ),
+            )
+        return True
+
+    def close(self) -> None:
+        super().close()
+        self.frontier.close()

@@ -1,0 +1,229 @@
+"""The SQLite side of deduplication, kept out of ``sqlite.py``: schema additions, the Bloom fast
+path of the seen set, and content dedup (exact text hash, simhash near-duplicates) per fetch.
+
+Every function runs inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from crawlspace.dedup.near_index import NearDuplicateIndex
+from crawlspace.dedup.seen import SeenFilter
+from crawlspace.dedup.simhash import to_signed, to_unsigned
+from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
+
+__all__ = [
+    "DUP_PRIORITY_SCALE",
+    "add_fresh",
+    "bump_counters",
+    "dedup_stats",
+    "migrate",
+    "rebuild_near_index",
+    "rebuild_seen",
+    "record_content",
+]
+
+# A host whose fetched pages are all duplicates pushes its further URLs this many priority
+# points back: two link depths (frontier/priority.py weighs a depth step as 10, lower is leased
+# first), so within the host, pages found on original content go first. See record_content.
+DUP_PRIORITY_SCALE: Final = 20
+
+_FETCH_COLUMNS: Final = (("simhash", "INTEGER"), ("dup_of", "INTEGER"), ("near_dup_of", "INTEGER"))
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Add the dedup columns to a crawl.db created before they existed."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(fetches)")}
+    for column, kind in _FETCH_COLUMNS:
+        if column not in have:
+            db.execute(f"ALTER TABLE fetches ADD COLUMN {column} {kind}")
+
+
+def bump_counters(db: sqlite3.Connection, counts: dict[str, int]) -> None:
+    """Add to named counters (names are stored as given, e.g. ``dedup.links_total``)."""
+    db.executemany(
+        "INSERT INTO counters (name, value) VALUES (?, ?)"
+        " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+        [(name, n) for name, n in counts.items() if n],
+    )
+
+
+# -- seen set ------------------------------------------------------------------------------------
+
+
+def rebuild_seen(db: sqlite3.Connection, seen: SeenFilter) -> int:
+    """On open (resume): the filter must hold every URL the store holds (no false negatives)."""
+    return seen.rebuild(row[0] for row in db.execute("SELECT url FROM urls"))
+
+
+HostIds = Callable[[sqlite3.Connection, str], int]
+
+
+def add_fresh(
+    db: sqlite3.Connection,
+    seen: SeenFilter,
+    candidates: Sequence[UrlCandidate],
+    now: float,
+    host_id: HostIds,
+    *,
+    fast: bool,
+) -> tuple[int, list[UrlCandidate], set[str]]:
+    """Insert the candidates the filter proves new; return (added, the rest, maybe-seen URLs).
+
+    Only plain discovered links take the fast path (``fast`` is False while a per-host budget
+    needs its row-by-row count): they carry nothing but the columns below. A definitely-new URL
+    needs no conflict handling, so the batch is one ``executemany`` of plain INSERTs plus one
+    queue-counter UPDATE per host instead of an upsert and an UPDATE per URL. Should a row exist
+    anyway (another writer of the same file), the UNIQUE key raises, the savepoint is rolled
+    back and the whole batch takes the ordinary path: the store stays the source of truth.
+    """
+    fresh: list[UrlCandidate] = []
+    rest: list[UrlCandidate] = []
+    maybe: set[str] = set()
+    for cand in candidates:
+        new = seen.check_and_add(cand.url)
+        if new and fast and cand.source == "link":
+            fresh.append(cand)
+        else:
+            if not new:
+                maybe.add(cand.url)
+            rest.append(cand)
+    if not fresh:
+        return 0, rest, maybe
+    per_host: Counter[int] = Counter()
+    rows = []
+    for cand in fresh:
+        hid = host_id(db, cand.host_key)
+        per_host[hid] += 1
+        rows.append(
+            (cand.url, hid, cand.depth, cand.priority, cand.redirect_hops, cand.source, now, now)
+        )
+    db.execute("SAVEPOINT seen_fresh")
+    try:
+        db.executemany(
+            "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
+            " discovered_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+            rows,
+        )
+    except sqlite3.IntegrityError:
+        db.execute("ROLLBACK TO seen_fresh")
+        db.execute("RELEASE seen_fresh")
+        return 0, fresh + rest, maybe
+    db.executemany(
+        "UPDATE hosts SET queued = queued + ?, admitted = admitted + ? WHERE id = ?",
+        [(n, n, hid) for hid, n in per_host.items()],
+    )
+    db.execute("RELEASE seen_fresh")
+    return len(fresh), rest, maybe
+
+
+# -- content -------------------------------------------------------------------------------------
+
+
+def rebuild_near_index(db: sqlite3.Connection, index: NearDuplicateIndex) -> int:
+    """On open (resume): every stored non-exact-duplicate fingerprint, under its cluster id."""
+    n = 0
+    for fetch_id, simhash, cluster in db.execute(
+        "SELECT id, simhash, near_dup_of FROM fetches"
+        " WHERE simhash IS NOT NULL AND dup_of IS NULL ORDER BY id"
+    ):
+        index.add(to_unsigned(simhash), cluster if cluster is not None else fetch_id)
+        n += 1
+    return n
+
+
+def record_content(
+    db: sqlite3.Connection,
+    lease: Lease,
+    host_id: int,
+    fetch: FetchRecord,
+    completion: Completion,
+    *,
+    index: NearDuplicateIndex | None,
+) -> None:
+    """Classify the fetch just inserted as exact / near duplicate; penalize its host's links.
+
+    Exact: the first earlier fetch of another URL with the same ``text_sha256`` (``dup_of``).
+    Near: the nearest stored simhash within k bits (Manku et al. 2007); ``near_dup_of`` is that
+    page's cluster id, the fetch id of the cluster's first page. Duplicates raise the host's
+    duplicate count; links found on this page that stay on its host get
+    ``ceil(DUP_PRIORITY_SCALE * duplicates / fetched)`` added to their priority, so a host that
+    keeps serving the same content sinks behind its other work. Links are still followed.
+    """
+    fetch_id = int(
+        db.execute(
+            "SELECT id FROM fetches WHERE url_id = ? AND version = ?",
+            (lease.url_id, lease.version),
+        ).fetchone()[0]
+    )
+    host_key = lease.host_key
+    dup_of = near_of = None
+    if fetch.text_sha256 is not None:
+        row = db.execute(
+            "SELECT id FROM fetches WHERE text_sha256 = ? AND url_id != ? ORDER BY id LIMIT 1",
+            (fetch.text_sha256, lease.url_id),
+        ).fetchone()
+        dup_of = None if row is None else int(row[0])
+    simhash = fetch.simhash
+    if dup_of is None and simhash is not None and index is not None:
+        match = index.find(simhash)
+        near_of = None if match is None else match[0]
+        index.add(simhash, fetch_id if near_of is None else near_of)
+    db.execute(
+        "UPDATE fetches SET simhash = ?, dup_of = ?, near_dup_of = ? WHERE id = ?",
+        (None if simhash is None else to_signed(simhash), dup_of, near_of, fetch_id),
+    )
+    counts = {"dedup.exact_duplicates": int(dup_of is not None)}
+    counts["dedup.near_duplicates"] = int(near_of is not None)
+    if dup_of is not None or near_of is not None:
+        db.execute(
+            "INSERT INTO host_dups (host_id, duplicates) VALUES (?, 1)"
+            " ON CONFLICT (host_id) DO UPDATE SET duplicates = duplicates + 1",
+            (host_id,),
+        )
+    bump_counters(db, counts)
+    row = db.execute(
+        "SELECT d.duplicates, h.fetched FROM host_dups d JOIN hosts h ON h.id = d.host_id"
+        " WHERE d.host_id = ?",
+        (host_id,),
+    ).fetchone()
+    if row is None or not completion.discovered:
+        return
+    penalty = math.ceil(DUP_PRIORITY_SCALE * row[0] / max(int(row[1]), 1))
+    if penalty:
+        completion.discovered = [
+            dataclasses.replace(c, priority=c.priority + penalty) if c.host_key == host_key else c
+            for c in completion.discovered
+        ]
+
+
+# -- reporting -----------------------------------------------------------------------------------
+
+
+def dedup_stats(db: sqlite3.Connection) -> dict[str, int | float]:
+    """The dedup section of ``crawlspace stats`` (read-only; works on a crawl.db of any age)."""
+    counters = {
+        str(name): int(value)
+        for name, value in db.execute(
+            "SELECT name, value FROM counters WHERE name LIKE 'dedup.%' OR name LIKE 'seen.%'"
+        )
+    }
+    out: dict[str, int | float] = {k.partition(".")[2]: v for k, v in counters.items()}
+    have = {row[1] for row in db.execute("PRAGMA table_info(fetches)")}
+    if "near_dup_of" in have:
+        exact, near, clusters = db.execute(
+            "SELECT COUNT(dup_of), COUNT(near_dup_of), COUNT(DISTINCT near_dup_of) FROM fetches"
+        ).fetchone()
+        out.update(exact_duplicates=exact, near_duplicates=near, near_clusters=clusters)
+    total = counters.get("dedup.links_total", 0)
+    for stage in ("raw", "normalized", "policy"):
+        distinct = counters.get(f"dedup.links_distinct_{stage}")
+        if total and distinct is not None:
+            out[f"link_duplicate_rate_{stage}"] = round(1.0 - distinct / total, 4)
+    return out

@@ -1,0 +1,205 @@
+"""The SQLite side of trap budgets: counters that need state, kept out of ``sqlite.py``.
+
+Per host: URLs admitted per URL template (``host_templates``), pages fetched per UTC day
+(``host_days``) and the discovery-ratio window (``host_discovery``). The pure rules are in
+``frontier/budgets.py``; every function here runs inside the caller's completion transaction, so
+a crash can neither lose nor double a count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from crawlspace.frontier.budgets import DiscoveryWindow, advance_window, url_template
+from crawlspace.frontier.revisit import DAY, RevisitPolicy
+from crawlspace.records import Completion, Lease, UrlCandidate
+
+__all__ = ["StoreBudgets", "apply_budgets", "new_urls", "trap_stats"]
+
+_CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay far below
+
+
+@dataclass(frozen=True, slots=True)
+class StoreBudgets:
+    """The store-side budgets and the recrawl policy (built from CrawlConfig in crawl.py)."""
+
+    max_urls_per_template: int | None = None
+    max_pages_per_host_per_day: int | None = None
+    discovery_window: int = 20
+    discovery_trap_ratio: float = 1.0
+    trap_priority_penalty: int = 100
+    revisit: RevisitPolicy = field(default_factory=RevisitPolicy)
+    revisit_share: float = 0.5
+
+    @classmethod
+    def from_config(cls, config: Any) -> StoreBudgets:
+        return cls(
+            max_urls_per_template=config.max_urls_per_template,
+            max_pages_per_host_per_day=config.max_pages_per_host_per_day,
+            discovery_window=config.discovery_window,
+            discovery_trap_ratio=config.discovery_trap_ratio,
+            trap_priority_penalty=config.trap_priority_penalty,
+            revisit=RevisitPolicy(
+                config.revisit_min_interval,
+                config.revisit_max_interval,
+                config.revisit_initial_interval,
+                config.revisit_gone_interval,
+            ),
+            revisit_share=config.revisit_share,
+        )
+
+
+HostIds = Callable[[sqlite3.Connection, str], int]
+
+
+def new_urls(db: sqlite3.Connection, candidates: Sequence[UrlCandidate]) -> list[UrlCandidate]:
+    """The candidates the store has never seen (one indexed IN query per chunk)."""
+    urls = list({c.url for c in candidates})
+    known: set[str] = set()
+    for i in range(0, len(urls), _CHUNK):
+        chunk = urls[i : i + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        known.update(
+            r[0] for r in db.execute(f"SELECT url FROM urls WHERE url IN ({marks})", chunk)
+        )
+    out, taken = [], set()
+    for c in candidates:
+        if c.url not in known and c.url not in taken:
+            taken.add(c.url)
+            out.append(c)
+    return out
+
+
+def _cap_templates(
+    db: sqlite3.Connection, fresh: list[UrlCandidate], cap: int, host_id: HostIds
+) -> tuple[list[UrlCandidate], list[UrlCandidate]]:
+    """Split ``fresh`` into (within budget, over budget) and count the admitted ones."""
+    counts: dict[tuple[int, str], int] = {}
+    keep, drop = [], []
+    for cand in fresh:
+        key = (host_id(db, cand.host_key), url_template(cand.url))
+        if key not in counts:
+            row = db.execute(
+                "SELECT urls FROM host_templates WHERE host_id = ? AND template = ?", key
+            ).fetchone()
+            counts[key] = 0 if row is None else int(row[0])
+        if counts[key] >= cap:
+            drop.append(cand)
+        else:
+            counts[key] += 1
+            keep.append(cand)
+    db.executemany(
+        "INSERT INTO host_templates (host_id, template, urls) VALUES (?, ?, ?)"
+        " ON CONFLICT (host_id, template) DO UPDATE SET urls = excluded.urls",
+        [(hid, tpl, n) for (hid, tpl), n in counts.items()],
+    )
+    return keep, drop
+
+
+def _count_day(
+    db: sqlite3.Connection, host_id: int, now: float, cap: int, rejections: Counter[str]
+) -> None:
+    """One more page today; at the cap the host's clock moves to the next UTC midnight."""
+    day = int(now // DAY)
+    db.execute(
+        "INSERT INTO host_days (host_id, day, pages) VALUES (?, ?, 1)"
+        " ON CONFLICT (host_id, day) DO UPDATE SET pages = pages + 1",
+        (host_id, day),
+    )
+    pages = int(
+        db.execute(
+            "SELECT pages FROM host_days WHERE host_id = ? AND day = ?", (host_id, day)
+        ).fetchone()[0]
+    )
+    if pages >= cap:
+        db.execute(
+            "UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
+            ((day + 1) * DAY, host_id),
+        )
+        if pages == cap:
+            rejections["budget_host_day"] += 1
+
+
+def _advance_discovery(
+    db: sqlite3.Connection, host_id: int, found: int, budgets: StoreBudgets
+) -> bool:
+    row = db.execute(
+        "SELECT pages, new_urls, last_ratio, flagged FROM host_discovery WHERE host_id = ?",
+        (host_id,),
+    ).fetchone()
+    state = (
+        DiscoveryWindow() if row is None else DiscoveryWindow(row[0], row[1], row[2], bool(row[3]))
+    )
+    state = advance_window(
+        state, found, window=budgets.discovery_window, min_ratio=budgets.discovery_trap_ratio
+    )
+    db.execute(
+        "INSERT OR REPLACE INTO host_discovery (host_id, pages, new_urls, last_ratio, flagged)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (host_id, state.pages, state.new_urls, state.last_ratio, int(state.flagged)),
+    )
+    return state.flagged
+
+
+def apply_budgets(
+    db: sqlite3.Connection,
+    lease: Lease,
+    host_id: int,
+    completion: Completion,
+    now: float,
+    *,
+    budgets: StoreBudgets,
+    host_ids: HostIds,
+) -> None:
+    """Before the completion's links are added: template caps, the per-day page budget and the
+    discovery window of the page's host (a flagged host's new links sink in its queue)."""
+    rejections: Counter[str] = Counter()
+    fetched_page = completion.fetch is not None and completion.state == "fetched"
+    if completion.fetch is not None and budgets.max_pages_per_host_per_day:
+        _count_day(db, host_id, now, budgets.max_pages_per_host_per_day, rejections)
+    fresh = new_urls(db, completion.discovered) if completion.discovered else []
+    if fresh and budgets.max_urls_per_template:
+        fresh_set = {c.url for c in fresh}
+        _, over = _cap_templates(db, fresh, budgets.max_urls_per_template, host_ids)
+        if over:
+            dropped = {c.url for c in over}
+            completion.discovered = [c for c in completion.discovered if c.url not in dropped]
+            completion.excluded = [*completion.excluded, *((u, "budget_template") for u in dropped)]
+            rejections["budget_template"] += len(dropped)
+            fresh = [c for c in fresh if c.url in fresh_set - dropped]
+    if fetched_page:
+        flagged = _advance_discovery(db, host_id, len(fresh), budgets)
+        penalty = budgets.trap_priority_penalty
+        if flagged and penalty and completion.discovered:
+            completion.discovered = [
+                dataclasses.replace(c, priority=c.priority + penalty)
+                if c.host_key == lease.host_key
+                else c
+                for c in completion.discovered
+            ]
+    for reason, n in rejections.items():
+        completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+
+
+def trap_stats(db: sqlite3.Connection) -> dict[str, Any]:
+    """The ``traps`` section of ``crawlspace stats`` (read-only; any crawl.db age)."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    out: dict[str, Any] = {}
+    if "host_discovery" in tables:
+        out["flagged_hosts"] = [
+            {"host": host, "discovery_ratio": ratio}
+            for host, ratio in db.execute(
+                "SELECT h.host_key, d.last_ratio FROM host_discovery d"
+                " JOIN hosts h ON h.id = d.host_id WHERE d.flagged = 1 ORDER BY h.host_key"
+            )
+        ]
+    if "host_templates" in tables:
+        row = db.execute("SELECT COUNT(*), MAX(urls) FROM host_templates").fetchone()
+        out["templates"] = int(row[0])
+        out["largest_template"] = int(row[1] or 0)
+    return out

@@ -1,0 +1,192 @@
+"""The crawl's telemetry: running totals fed by each commit, sampled into ``crawl.db`` on a timer.
+
+The dispatcher calls :meth:`Telemetry.tick` once per loop iteration and :meth:`on_commit` after
+each completion; both are cheap unless a sample is due. Totals start from what ``crawl.db``
+already holds, so the time series of a resumed crawl continues where the last run stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from typing import TYPE_CHECKING
+
+from crawlspace.errors import ConfigError
+from crawlspace.records import Completion
+
+if TYPE_CHECKING:
+    from crawlspace.config import CrawlConfig
+    from crawlspace.store.sqlite import SqliteStore
+    from crawlspace.telemetry.metrics import CrawlMetrics
+
+log = logging.getLogger("crawlspace.telemetry")
+
+
+def _is_error(completion: Completion) -> bool:
+    """The crawler's own definition (crawl.py): an HTTP error status, or a visit given up on."""
+    if completion.fetch is not None:
+        return completion.fetch.status >= 400
+    return completion.state == "failed"
+
+
+class Telemetry:
+    def __init__(self, config: CrawlConfig, store: SqliteStore) -> None:
+        self.interval = max(config.sample_seconds, 0.01)
+        self.metrics_port = config.metrics_port
+        self.store = store
+        self.metrics: CrawlMetrics | None = None
+        self.metrics_url: str | None = None
+        self._started = False
+        self._next_at = 0.0
+        self._last: tuple[float, int, int] | None = None  # (ts, pages, discovered)
+        self.pages = self.bytes = self.errors = self.html_pages = 0
+        # 8-byte prefixes of text hashes: ~70 bytes of memory per page for an exact duplicate
+        # count without re-reading the fetches table (a COUNT DISTINCT is O(pages) per sample).
+        self._texts: set[int] = set()
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def on_commit(self, host_key: str, completion: Completion, committed: bool) -> None:
+        if not committed:
+            return  # a stale lease: the store refused it, nothing changed
+        self._start()
+        fetch = completion.fetch
+        if fetch is not None:
+            self.pages += 1
+            self.bytes += fetch.bytes
+            if fetch.text_sha256 is not None:
+                self.html_pages += 1
+                self._texts.add(int(fetch.text_sha256[:16], 16))
+        if _is_error(completion):
+            self.errors += 1
+        if self.metrics is not None:
+            self.metrics.observe_completion(host_key, completion)
+
+    def on_expired(self, count: int) -> int:
+        if count and self.metrics is not None:
+            self.metrics.expired.inc(count)
+        return count
+
+    def tick(self, now: float, in_flight: int) -> None:
+        self._start()
+        if now >= self._next_at:
+            try:
+                self.sample(now, in_flight)
+            except sqlite3.Error as exc:
+                # Telemetry must never stop a crawl: a full disk is reported by the store's
+                # own next write; here the sample is skipped until the next interval.
+                self._next_at = now + self.interval
+                log.warning("telemetry sample skipped: %s", exc)
+
+    def close(self, now: float) -> None:
+        """Take a last sample (a finished crawl's series ends at its final totals)."""
+        if self._started:
+            with contextlib.suppress(sqlite3.Error):
+                self.sample(now, 0)
+        if self.metrics is not None:
+            self.metrics.stop()
+
+    @property
+    def duplicates(self) -> int:
+        return self.html_pages - len(self._texts)
+
+    # -- sampling --------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._load_totals()
+        if self.metrics_port is not None:
+            from crawlspace.telemetry.metrics import CrawlMetrics
+
+            self.metrics = CrawlMetrics()
+            try:
+                port = self.metrics.serve(self.metrics_port)
+            except OSError as exc:
+                raise ConfigError(
+                    f"--metrics-port {self.metrics_port}: cannot listen on 127.0.0.1 ({exc})"
+                ) from None
+            self.metrics_url = f"http://127.0.0.1:{port}/metrics"
+            self.store.set_meta("metrics_url", self.metrics_url)
+            log.info("Prometheus metrics at %s", self.metrics_url)
+
+    def _read(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{self.store.path}?mode=ro", uri=True)
+
+    def _load_totals(self) -> None:
+        db = self._read()
+        try:
+            pages, size, errors = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(bytes), 0), COALESCE(SUM(status >= 400), 0)"
+                " FROM fetches"
+            ).fetchone()
+            failed = db.execute(
+                "SELECT COUNT(*) FROM urls u WHERE state = 'failed'"
+                " AND NOT EXISTS (SELECT 1 FROM fetches f WHERE f.url_id = u.id)"
+            ).fetchone()[0]
+            for (text,) in db.execute(
+                "SELECT text_sha256 FROM fetches WHERE text_sha256 IS NOT NULL"
+            ):
+                self.html_pages += 1
+                self._texts.add(int(text[:16], 16))
+        finally:
+            db.close()
+        self.pages += int(pages)
+        self.bytes += int(size)
+        self.errors += int(errors) + int(failed)
+
+    def sample(self, now: float, in_flight: int) -> dict[str, float | None]:
+        db = self._read()
+        try:
+            discovered = int(
+                db.execute("SELECT COALESCE(SUM(admitted), 0) FROM hosts").fetchone()[0]
+            )
+            robots = dict(db.execute("SELECT outcome, COUNT(*) FROM robots GROUP BY outcome"))
+        finally:
+            db.close()
+        rate, ratio = 0.0, None
+        if self._last is not None:
+            last_ts, last_pages, last_discovered = self._last
+            new_pages = self.pages - last_pages
+            # The last sample of a run can come moments after the one before it: dividing by
+            # at least one interval keeps that short tail from showing as a spike.
+            rate = new_pages / max(now - last_ts, self.interval)
+            if new_pages > 0:
+                # A finite site's ratio falls toward zero; a crawler trap keeps it flat.
+                ratio = (discovered - last_discovered) / new_pages
+        self._last = (now, self.pages, discovered)
+        self._next_at = now + self.interval
+        row: dict[str, float | None] = {
+            "ts": now,
+            "pages": self.pages,
+            "pages_per_s": rate,
+            "queued": self.store.queued(),
+            "ready_hosts": self.store.ready_hosts(now),
+            "in_flight": in_flight,
+            "discovered": discovered,
+            "discovery_ratio": ratio,
+            "errors": self.errors,
+            "bytes": self.bytes,
+            "duplicates": self.duplicates,
+        }
+        self.store.record_sample(row)
+        if self.metrics is not None:
+            self._update_gauges(row, robots)
+        return row
+
+    def _update_gauges(self, row: dict[str, float | None], robots: dict[str, int]) -> None:
+        m = self.metrics
+        assert m is not None
+        m.queued.set(row["queued"] or 0)
+        m.ready_hosts.set(row["ready_hosts"] or 0)
+        m.in_flight.set(row["in_flight"] or 0)
+        m.admitted.set(row["discovered"] or 0)
+        m.pages_per_second.set(row["pages_per_s"] or 0)
+        if row["discovery_ratio"] is not None:
+            m.discovery_ratio.set(row["discovery_ratio"])
+        m.duplicates.set(self.duplicates)
+        m.duplicate_ratio.set(self.duplicates / self.html_pages if self.html_pages else 0.0)
+        for outcome in ("rules", "allow_all", "disallow_all", *robots):
+            m.robots.labels(outcome).set(robots.get(outcome, 0))

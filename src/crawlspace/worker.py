@@ -1,0 +1,72 @@
+"""Many crawler processes on one shared frontier: ``crawlspace seed`` and ``crawlspace worker``.
+
+Each worker is the ordinary Crawler with a ``SharedStore``: frontier operations go to Redis (or a
+Redis Cluster), what the worker fetched goes to its own directory (``DIR/crawl.db`` + WARC files).
+Politeness is global because every host's token lives in one Redis hash slot.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl import Crawler, CrawlSummary
+from crawlspace.store.base import FrontierLimits
+from crawlspace.store.redis_frontier import DEFAULT_BUCKETS, RedisFrontier, connect
+from crawlspace.store.shared import SharedStore
+
+
+def open_frontier(
+    config: CrawlConfig, url: str, *, namespace: str = "cs", buckets: int = DEFAULT_BUCKETS
+) -> RedisFrontier:
+    """Connect and take a fresh worker epoch (the fencing token of this process's leases)."""
+    limits = FrontierLimits(
+        config.max_in_flight_per_host,
+        config.max_pages_per_host,
+        lost_lease_gap=config.min_delay,  # as the local crawl (crawl.py)
+    )
+    return RedisFrontier(connect(url), limits, namespace=namespace, buckets=buckets)
+
+
+def _crawler(config: CrawlConfig, out_dir: Path, url: str, namespace: str, buckets: int) -> Crawler:
+    def factory(db_path: Path) -> SharedStore:
+        return SharedStore(
+            db_path, open_frontier(config, url, namespace=namespace, buckets=buckets)
+        )
+
+    return Crawler(config, out_dir, store_factory=factory)
+
+
+def seed_frontier(
+    config: CrawlConfig,
+    url: str,
+    seeds: Sequence[str],
+    *,
+    namespace: str = "cs",
+    buckets: int = DEFAULT_BUCKETS,
+) -> int:
+    """Normalize ``seeds`` exactly as ``crawl`` does and add them to the shared frontier."""
+    with tempfile.TemporaryDirectory(prefix="crawlspace-seed-") as scratch:
+        crawler = _crawler(config, Path(scratch), url, namespace, buckets)
+        try:
+            return crawler.add_seeds(seeds)
+        finally:
+            crawler.close()
+
+
+def run_worker(
+    config: CrawlConfig,
+    out_dir: Path,
+    url: str,
+    *,
+    namespace: str = "cs",
+    buckets: int = DEFAULT_BUCKETS,
+) -> CrawlSummary:
+    """Crawl from the shared frontier until no worker holds a lease and nothing is queued."""
+    crawler = _crawler(config, out_dir, url, namespace, buckets)
+    try:
+        return crawler.run()
+    finally:
+        crawler.close()

@@ -1,0 +1,108 @@
+"""Dedup in a real crawl: one page under many URLs (exact duplicates), near-identical pages
+(simhash), tracking parameters stripped before fetching, and the counts in `crawlspace stats`."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl import Crawler
+from crawlspace.demo.webfarm import Site, WebFarm, html
+from crawlspace.report import crawl_stats
+
+VARIANTS = 12
+NEAR = 4
+
+
+def _article(seed: int, words: int = 500) -> list[str]:
+    rng = random.Random(seed)
+    vocab = [f"w{rng.randrange(5000)}" for _ in range(3000)]
+    return [rng.choice(vocab) for _ in range(words)]
+
+
+def _page(words: list[str], links: str = "") -> str:
+    return f"<html><body><p>{' '.join(words)}</p>{links}</body></html>"
+
+
+def build_site() -> Site:
+    same = _page(_article(1))
+    near_base = _article(2)
+    links = "".join(f'<a href="/same?id={i}">v{i}</a>' for i in range(VARIANTS))
+    links += '<a href="/same?utm_source=mail&utm_medium=x">t</a><a href="/same;jsessionid=AB">s</a>'
+    links += '<a href="/same">s</a>'
+    links += "".join(f'<a href="/near/{i}">n{i}</a>' for i in range(NEAR))
+    links += '<a href="/other">o</a>'
+    routes = {
+        "/": html(_page(_article(3), links)),
+        "/same": html(same),
+        "/other": html(_page(_article(4))),
+        "/robots.txt": html("", 404),
+    }
+    for i in range(NEAR):
+        words = list(near_base)
+        words[100 + i] = f"changed{i}"  # one word differs from the others
+        routes[f"/near/{i}"] = html(_page(words, '<a href="/deeper">d</a>'))
+    routes["/deeper"] = html(_page(_article(5)))
+    return Site("dups", routes)
+
+
+def test_duplicates_are_detected_and_reported(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with WebFarm({"dups": build_site()}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.0/8",), min_delay=0.0, delay_factor=0.0, progress=False
+        )
+        crawler = Crawler(config, out)
+        try:
+            crawler.add_seeds([farm.url("dups", "/")])
+            assert crawler.run().stop_reason == "done"
+        finally:
+            crawler.close()
+        paths = farm.paths_for("dups")
+    # Policy normalization: tracking and session parameters never reach the server.
+    assert not [p for p in paths if "utm_" in p or "jsessionid" in p]
+    assert paths.count("/same") == 1
+    stats = crawl_stats(out)
+    dedup = stats["dedup"]
+    # /same plus its VARIANTS query spellings: one original, VARIANTS exact duplicates.
+    assert dedup["exact_duplicates"] == VARIANTS
+    assert stats["exact_duplicates"] == VARIANTS
+    assert dedup["near_duplicates"] == NEAR - 1
+    assert dedup["near_clusters"] == 1
+    assert dedup["links_total"] > dedup["links_distinct_policy"]
+    assert dedup["link_duplicate_rate_policy"] > dedup["link_duplicate_rate_normalized"]
+    assert dedup["bloom_definitely_new"] >= VARIANTS
+    # Near duplicates still had their links followed, and the same page is queued lower.
+    assert "/deeper" in paths
+    # The CLI shows the same numbers.
+    shown = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert shown["dedup"]["exact_duplicates"] == VARIANTS
+
+
+def test_duplicate_pages_lower_their_hosts_link_priority(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with WebFarm({"dups": build_site()}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.0/8",), min_delay=0.0, delay_factor=0.0, progress=False
+        )
+        crawler = Crawler(config, out)
+        try:
+            crawler.add_seeds([farm.url("dups", "/")])
+            crawler.run()
+            rows = dict(crawler.store._db.execute("SELECT url, priority FROM urls WHERE depth = 2"))
+        finally:
+            crawler.close()
+    # /deeper is found only on near-duplicate pages, after the host's duplicate rate rose.
+    deeper = rows[farm.url("dups", "/deeper")]
+    assert deeper > 2 * 10 + 5  # url_priority(2) is 25 without a penalty

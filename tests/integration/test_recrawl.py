@@ -1,0 +1,110 @@
+"""--continuous recrawl against a real server with ETag/Last-Modified: unchanged pages are
+revalidated with 304s (the conditional headers read from the server log), only the page that
+changes is downloaded again, and every visit is a new version with its own event."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl import Crawler
+from crawlspace.demo.webfarm import Response, Site, WebFarm, html
+from crawlspace.export import iter_records
+from crawlspace.report import crawl_stats, open_crawl_db
+
+STATIC = ["/a.html", "/b.html", "/c.html"]
+LAST_MODIFIED = "Wed, 01 Jan 2025 00:00:00 GMT"
+
+
+class ChangingPage:
+    """/news.html gets a new version (and ETag) every time it is served: always changed."""
+
+    def __init__(self) -> None:
+        self.served = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, path_qs: str) -> Response | None:
+        if path_qs != "/news.html":
+            return None
+        with self._lock:
+            self.served += 1
+            n = self.served
+        body = f"<html><body><p>news edition {n}</p></body></html>"
+        return Response(200, {"Content-Type": "text/html", "ETag": f'"n{n}"'}, body.encode())
+
+
+def build_site(news: ChangingPage) -> Site:
+    links = "".join(f'<a href="{p}">{p}</a>' for p in [*STATIC, "/news.html"])
+    routes = {"/": html(f"<html><body>{links}</body></html>"), "/robots.txt": html("", 404)}
+    for i, path in enumerate(STATIC):
+        body = f"<html><body><p>static page {path}</p></body></html>".encode()
+        headers = {"Content-Type": "text/html", "Last-Modified": LAST_MODIFIED}
+        if i % 2 == 0:
+            headers["ETag"] = f'"s{i}"'  # a.html, c.html: ETag; b.html: Last-Modified only
+        routes[path] = Response(200, headers, body)
+    return Site("site", routes, news)
+
+
+def test_continuous_recrawl_revalidates_unchanged_pages(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    news = ChangingPage()
+    with WebFarm({"site": build_site(news)}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.0/8",),
+            min_delay=0.01,
+            delay_factor=0.0,
+            progress=False,
+            continuous=True,
+            duration=4.0,
+            revisit_min_interval=0.3,
+            revisit_max_interval=1.2,
+            revisit_initial_interval=0.3,
+        )
+        crawler = Crawler(config, out)
+        try:
+            crawler.add_seeds([farm.url("site", "/")])
+            assert crawler.run().stop_reason == "duration"
+        finally:
+            crawler.close()
+        farm.wait_idle()
+        log = farm.requests_for("site")
+    for path in STATIC:
+        hits = [r for r in log if r.path_qs == path]
+        assert len(hits) >= 3, path  # first fetch plus at least two revisits
+        assert [r.status for r in hits].count(200) == 1, path  # one body, then 304s only
+        for revisit in hits[1:]:
+            assert revisit.status == 304
+            if path == "/b.html":
+                assert revisit.headers["if-modified-since"] == LAST_MODIFIED
+            else:
+                assert revisit.headers["if-none-match"].startswith('"s')
+    news_hits = [r for r in log if r.path_qs == "/news.html"]
+    assert len(news_hits) >= 3
+    assert all(r.status == 200 for r in news_hits)  # changed every time: always a body
+    # The changing page is revisited more often than the unchanged ones (interval halves).
+    assert len(news_hits) > max(len([r for r in log if r.path_qs == p]) for p in STATIC)
+
+    # Events: one per (url, version); revisits of unchanged pages are not_modified.
+    db = open_crawl_db(out)
+    try:
+        events = db.execute("SELECT url, version, state FROM events ORDER BY seq").fetchall()
+    finally:
+        db.close()
+    assert len({(e["url"], e["version"]) for e in events}) == len(events)
+    a_url = farm.url("site", "/a.html")
+    states = [e["state"] for e in events if e["url"] == a_url]
+    assert states[0] == "fetched"
+    assert set(states[1:]) == {"not_modified"}
+    assert [e["version"] for e in events if e["url"] == a_url] == list(range(1, len(states) + 1))
+
+    urls = {r["url"]: r for r in iter_records(out, "urls")}
+    assert urls[a_url]["revisit_interval"] == 1.2  # doubled to the maximum
+    assert urls[farm.url("site", "/news.html")]["revisit_interval"] == 0.3  # halved to the min
+    assert urls[a_url]["next_fetch_at"] is not None
+    revisits = crawl_stats(out)["revisits"]
+    assert revisits["not_modified"] >= 6
+    assert revisits["revisits_leased"] >= 6
+    assert 0.0 <= revisits["due_to_lease_p50_s"] <= revisits["due_to_lease_p99_s"] < 2.0
+    json.dumps(revisits)

@@ -1,0 +1,180 @@
+"""Bloom seen-set accelerator, simhash and the near-duplicate block index."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlspace.dedup.near_index import NearDuplicateIndex
+from crawlspace.dedup.seen import SeenFilter
+from crawlspace.dedup.simhash import hamming, simhash64, to_signed, to_unsigned
+from crawlspace.records import UrlCandidate
+from crawlspace.store.sqlite import SqliteStore
+
+# -- Bloom: never skips a new URL -----------------------------------------------------------------
+
+_URLS = st.lists(st.sampled_from([f"http://h{i % 3}.example/p{i}" for i in range(40)]), max_size=60)
+
+
+def _colliding(url: str) -> int:
+    return len(url) % 3  # forces collisions: a handful of hash values for every URL
+
+
+@given(_URLS, st.booleans())
+def test_bloom_definitely_new_is_never_wrong(stream: list[str], tiny: bool) -> None:
+    seen = SeenFilter(4, 0.5, _colliding) if tiny else SeenFilter(1000, 0.01)
+    exact: set[str] = set()
+    for url in stream:
+        new = seen.check_and_add(url)
+        if url in exact:
+            assert not new  # no false negatives
+        exact.add(url)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_URLS, min_size=1, max_size=4))
+def test_store_with_a_colliding_bloom_adds_exactly_the_new_urls(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[str]]
+) -> None:
+    path = tmp_path_factory.mktemp("seen") / "crawl.db"
+    tiny = SeenFilter(4, 0.5, _colliding)
+    with_bloom = SqliteStore(path, seen_filter=tiny)
+    plain = SqliteStore(path.with_name("plain.db"))
+    exact: set[str] = set()
+    try:
+        for batch in batches:
+            cands = [UrlCandidate(u, u.split("/p")[0], 1, source="link") for u in batch]
+            got = with_bloom.add(cands, 0.0)
+            want = plain.add(cands, 0.0)
+            assert got.added == want.added == len(set(batch) - exact)
+            exact |= set(batch)
+        rows = {r[0] for r in with_bloom._db.execute("SELECT url FROM urls")}
+        assert rows == exact
+        queued = with_bloom._db.execute("SELECT SUM(queued) FROM hosts").fetchone()[0] or 0
+        assert queued == len(exact)
+    finally:
+        with_bloom.close()
+        plain.close()
+
+
+def test_bloom_is_rebuilt_on_resume_and_counts(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.db"
+    store = SqliteStore(path, seen_filter=SeenFilter(100, 0.01))
+    cands = [UrlCandidate(f"http://a.example/{i}", "http://a.example", 1) for i in range(10)]
+    assert store.add(cands, 0.0).added == 10
+    store.close()
+    # A fresh filter is filled from the file: a URL of the earlier run is "maybe seen".
+    seen = SeenFilter(100, 0.01)
+    store = SqliteStore(path, seen_filter=seen)
+    assert not seen.check_and_add("http://a.example/3")
+    result = store.add([*cands[:5], UrlCandidate("http://a.example/new", "http://a.example", 1)], 0)
+    assert (result.added, result.already_seen) == (1, 5)
+    counters = dict(store._db.execute("SELECT name, value FROM counters").fetchall())
+    assert counters["seen.bloom_definitely_new"] >= 11
+    assert counters["seen.bloom_maybe_seen"] >= 5
+    store.close()
+
+
+def test_a_row_the_filter_missed_falls_back_to_the_upsert(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.db"
+    other = SqliteStore(path)  # another writer of the same file, without a filter
+    url = "http://a.example/x"
+    other.add([UrlCandidate(url, "http://a.example", 1)], 0.0)
+    seen = SeenFilter(100, 0.01)
+    store = SqliteStore(path, seen_filter=seen)
+    seen._bloom.clear()  # simulate a filter that lacks the row
+    result = store.add([UrlCandidate(url, "http://a.example", 1)], 0.0)
+    assert (result.added, result.already_seen) == (0, 1)
+    store.close()
+    other.close()
+
+
+# -- simhash --------------------------------------------------------------------------------------
+
+_rng = random.Random(7)
+_VOCAB = [
+    "".join(_rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(_rng.randint(3, 9)))
+    for _ in range(2000)
+]
+
+
+def _article(seed: int, words: int = 600) -> list[str]:
+    rng = random.Random(seed)
+    return [rng.choice(_VOCAB) for _ in range(words)]
+
+
+def test_near_identical_pages_are_within_k() -> None:
+    base = _article(1)
+    text = " ".join(base)
+    one_word = list(base)
+    one_word[250] = "different"
+    dated = " ".join(["Published", "2026-12-01", *base, "updated", "3", "December", "2026"])
+    dated2 = " ".join(["Published", "2026-12-02", *base, "updated", "4", "December", "2026"])
+    ad_a = " ".join(
+        [*base[:300], "buy", "cheap", "shoes", "today", "free", "shipping", *base[300:]]
+    )
+    ad_b = " ".join([*base[:300], "new", "phone", "plans", "from", "nine", "dollars", *base[300:]])
+    h = simhash64(text)
+    assert hamming(h, simhash64(" ".join(one_word))) <= 3
+    assert hamming(simhash64(dated), simhash64(dated2)) <= 3
+    assert hamming(simhash64(ad_a), simhash64(ad_b)) <= 3
+    assert simhash64(text) == h  # deterministic across calls (and processes: BLAKE2b)
+    assert simhash64(text.upper()) == h  # case does not matter
+
+
+def test_unrelated_pages_are_far_apart() -> None:
+    hashes = [simhash64(" ".join(_article(seed))) for seed in range(2, 30)]
+    for i, a in enumerate(hashes):
+        for b in hashes[i + 1 :]:
+            assert hamming(a, b) > 3
+
+
+def test_simhash_edge_cases() -> None:
+    assert simhash64("") == 0
+    assert simhash64("one") == simhash64("ONE")
+    assert 0 <= simhash64("a b c d e f g") < 1 << 64
+    for h in (0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1):
+        assert -(1 << 63) <= to_signed(h) < 1 << 63
+        assert to_unsigned(to_signed(h)) == h
+
+
+# -- near-duplicate index -------------------------------------------------------------------------
+
+
+def _flip(h: int, bits: int, rng: random.Random) -> int:
+    for b in rng.sample(range(64), bits):
+        h ^= 1 << b
+    return h
+
+
+def test_index_finds_exactly_what_brute_force_finds() -> None:
+    rng = random.Random(11)
+    stored = [rng.getrandbits(64) for _ in range(1500)]
+    # Plant near neighbours so that every distance 0..5 occurs.
+    stored += [_flip(stored[i], i % 6, rng) for i in range(300)]
+    for k in (0, 1, 3, 5):
+        index = NearDuplicateIndex(k)
+        for ident, h in enumerate(stored):
+            index.add(h, ident)
+        queries = [_flip(rng.choice(stored), rng.randint(0, 6), rng) for _ in range(300)]
+        queries += [rng.getrandbits(64) for _ in range(50)]
+        for q in queries:
+            want = sorted((hamming(q, h), i) for i, h in enumerate(stored) if hamming(q, h) <= k)
+            got = index.find_all(q)
+            assert sorted((d, i) for i, d in got) == want
+            nearest = index.find(q)
+            assert nearest == (None if not want else (want[0][1], want[0][0]))
+
+
+@given(st.integers(0, (1 << 64) - 1), st.lists(st.integers(0, 63), max_size=4, unique=True))
+def test_pigeonhole_never_misses_within_three(h: int, bits: list[int]) -> None:
+    index = NearDuplicateIndex(3)
+    index.add(h, 1)
+    q = h
+    for b in bits:
+        q ^= 1 << b
+    assert (index.find(q) is not None) == (len(bits) <= 3)
