@@ -68,3 +68,16 @@ def test_depth_limit_and_page_level_nofollow() -> None:
     )
     assert nofollow.candidates == []
     assert nofollow.rejections == {"nofollow": 1}
+
+
+def test_repeated_links_are_admitted_once_and_followed_if_any_occurrence_may_be() -> None:
+    links = [("/a#top", True), ("/a", False), ("/a#x", True), ("/b", True), ("/b#y", True)]
+    out = discovery().admit_links(
+        links, base_url="https://site.test/", parent_depth=0, page_nofollow=False
+    )
+    assert [c.url for c in out.candidates] == ["https://site.test/a"]
+    assert [(link.to_url, link.nofollow) for link in out.links] == [
+        ("https://site.test/a", False),
+        ("https://site.test/b", True),
+    ]
+    assert out.rejections == {"nofollow": 1}

@@ -97,36 +97,54 @@ class Discovery:
         parent_depth: int,
         page_nofollow: bool,
     ) -> Admission:
-        """``links`` are (raw href, nofollow) pairs in document order."""
+        """``links`` are (raw href, nofollow) pairs in document order.
+
+        Real pages repeat links (menus, "#section" anchors: ~700 hrefs per page in the Python
+        docs), so each distinct href is normalized once and each distinct URL admitted once; a
+        URL is followed if any of its occurrences may be followed.
+        """
         out = Admission()
-        seen: set[str] = set()
         raw_seen: set[str] = set()
         safe_seen: set[str] = set()
+        by_href: dict[str, tuple[str | None, str | None]] = {}
+        by_safe: dict[str, tuple[UrlCandidate | None, str | None]] = {}
+        # candidate URL -> (candidate, exclusion reason, every occurrence nofollow), in order
+        found: dict[str, tuple[UrlCandidate, str | None, bool]] = {}
         total = 0
         depth = parent_depth + 1
         for href, nofollow in links:
-            safe, reason = normalize_with_reason(href, base_url)
+            # The fragment never reaches the server: hrefs differing only there are one URL.
+            key = href.partition("#")[0]
+            normalized = by_href.get(key)
+            if normalized is None:
+                normalized = by_href[key] = normalize_with_reason(key, base_url)
+            safe, reason = normalized
             candidate = None
             if safe is not None:
                 total += 1
                 raw_seen.add(href)
                 safe_seen.add(safe)
-                candidate, reason = self._admit_normalized(safe, depth, "link", 0)
+                admitted = by_safe.get(safe)
+                if admitted is None:
+                    admitted = by_safe[safe] = self._admit_normalized(safe, depth, "link", 0)
+                candidate, reason = admitted
             if candidate is None:
                 out.rejections[reason or "invalid_url"] += 1
                 continue
-            if candidate.url in seen:
-                continue
-            seen.add(candidate.url)
-            not_followed = (nofollow or page_nofollow) and not self.rules.follow_nofollow
-            out.links.append(LinkRecord(candidate.url, nofollow or page_nofollow))
-            if not_followed:
+            marked = nofollow or page_nofollow
+            previous = found.get(candidate.url)
+            if previous is None or (previous[2] and not marked):
+                found[candidate.url] = (candidate, reason, marked)
+        for candidate, reason, marked in found.values():
+            out.links.append(LinkRecord(candidate.url, marked))
+            if marked and not self.rules.follow_nofollow:
                 out.rejections["nofollow"] += 1
             elif reason is not None:
                 out.rejections[reason] += 1
                 out.excluded.append((candidate.url, reason))
             else:
                 out.candidates.append(candidate)
+        seen = found
         # Duplicate rate before/after normalization, summed over pages: 1 - distinct / total,
         # distinct counted per page on the href as written, after RFC 3986 safe normalization,
         # and after the policy (tracking parameters, sorting, folding).
