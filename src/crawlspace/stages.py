@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import multiprocessing
 import os
 import pickle
@@ -22,9 +23,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger("crawlspace.stages")
 
 
 def _follow_crawler(crawler_pid: int) -> None:
@@ -81,7 +84,16 @@ class StagePools:
     async def parse(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         call = functools.partial(fn, *args, **kwargs)
-        return await loop.run_in_executor(self._executor_for(fn), call)
+        executor = self._executor_for(fn)
+        try:
+            return await loop.run_in_executor(executor, call)
+        except BrokenProcessPool:
+            # Typically a script that starts a crawl without an `if __name__ == "__main__":`
+            # guard, which spawned workers cannot import. Parsing in threads still works.
+            log.warning("parse worker processes unavailable; parsing in threads from now on")
+            self._processes = None
+            self._placement.clear()
+            return await loop.run_in_executor(self._threads, call)
 
     async def archive(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()

@@ -33,6 +33,10 @@ from crawlspace.export import iter_records
 from crawlspace.report import crawl_stats
 from tests.webs import linked_pages, slow_site
 
+# The budgets the dashboard lists under "Traps and demotions" (dashboard/static/dashboard.js).
+TRAP_REASONS = ("depth", "path_repeat", "query_params", "budget_template", "excluded_pattern",
+                "budget_host", "budget_host_day", "url_length")
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -337,6 +341,11 @@ def test_dashboard_renders_plots_and_sorts_hosts(finished: Path, browser: Any) -
         assert fetched == sorted(fetched, reverse=True)
         assert page.get_attribute("#hosts th[data-key=fetched]", "aria-sort") == "descending"
         assert page.locator("#errors tbody tr").count() >= 3
+        stats = crawl_stats(finished)
+        trap_rows = len(stats["traps"].get("flagged_hosts", [])) + sum(
+            1 for reason in TRAP_REASONS if stats["rejections"].get(reason)
+        )
+        assert page.locator("#traps tbody tr").count() == trap_rows
         assert "404" in page.inner_text("#status-mix")
         shot = finished.parent / "dashboard.png"
         page.screenshot(path=str(shot), full_page=True)

@@ -138,6 +138,34 @@
     }));
   }
 
+  // Hosts the trap detector flagged (discovery ratio not falling; their new links are demoted)
+  // and the URLs refused by each trap budget.
+  var TRAP_REASONS = ["depth", "path_repeat", "query_params", "budget_template", "excluded_pattern",
+                      "budget_host",
+                      "budget_host_day", "url_length"];
+
+  function renderTraps(summary) {
+    var body = $("traps").tBodies[0], rows = [];
+    var flagged = (summary.traps && summary.traps.flagged_hosts) || [];
+    flagged.forEach(function (h) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "demoted host"));
+      tr.appendChild(el("td", h.host));
+      tr.appendChild(el("td", "discovery ratio " + Number(h.discovery_ratio).toFixed(2)));
+      rows.push(tr);
+    });
+    var rejected = summary.rejections || {};
+    TRAP_REASONS.forEach(function (reason) {
+      if (!rejected[reason]) { return; }
+      var tr = el("tr");
+      tr.appendChild(el("td", "budget"));
+      tr.appendChild(el("td", reason));
+      tr.appendChild(el("td", rejected[reason] + " URLs refused"));
+      rows.push(tr);
+    });
+    body.replaceChildren.apply(body, rows);
+  }
+
   function render(snap) {
     if (!snap.ready) { $("status").textContent = snap.message; return; }
     var s = snap.samples, ended = snap.meta.last_run_ended_at;
@@ -149,6 +177,7 @@
     renderStatus(snap.summary.statuses);
     renderHosts(snap.hosts);
     renderErrors(snap.errors);
+    renderTraps(snap.summary);
     updates += 1;
     document.body.dataset.updates = String(updates);
     document.body.dataset.pages = String(snap.summary.pages);
