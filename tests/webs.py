@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
 
@@ -47,4 +49,33 @@ def slow_site(name: str, count: int, delay: float) -> Site:
     return Site(name, routes)
 
 
-__all__ = ["WebFarm", "linked_pages", "site_with_robots", "slow_site", "status_site"]
+__all__ = [
+    "WebFarm",
+    "crawl_command",
+    "linked_pages",
+    "site_with_robots",
+    "slow_site",
+    "status_site",
+]
+
+
+def crawl_command(out: Path, config_toml: str, seeds: Iterable[str]) -> list[str]:
+    """`crawlspace crawl` as a subprocess command line; the config is written beside ``out``.
+
+    Crawls judged by timing run in their own process, so the in-process servers' timestamps are
+    not delayed by the crawler holding the GIL.
+    """
+    config = out.parent / f"{out.name}.toml"
+    config.write_text(config_toml)
+    return [
+        sys.executable,
+        "-m",
+        "crawlspace.cli",
+        "crawl",
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+        "-q",
+        *seeds,
+    ]

@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.faults import CRASH_EXIT_CODE
-from tests.webs import linked_pages
+from tests.webs import crawl_command, linked_pages
 
 CONFIG = """
 [crawl]
@@ -39,21 +39,8 @@ def farm() -> Iterator[WebFarm]:
 def crawl(
     farm: WebFarm, out: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    config = out.parent / f"{out.name}.toml"
-    config.write_text(CONFIG)
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawlspace.cli",
-            "crawl",
-            "--out",
-            str(out),
-            "--config",
-            str(config),
-            "-q",
-            *(farm.url(n, "/") for n in farm.names),
-        ],
+        crawl_command(out, CONFIG, (farm.url(n, "/") for n in farm.names)),
         env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,

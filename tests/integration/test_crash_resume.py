@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.demo.webfarm import WebFarm, html_site
-from tests.webs import linked_pages
+from tests.webs import crawl_command, linked_pages
 
 SITES = 5
 PAGES = 30
@@ -40,22 +40,9 @@ def farm() -> Iterator[WebFarm]:
         yield web
 
 
-def crawl_command(out: Path, farm: WebFarm) -> list[str]:
-    config = out.parent / f"{out.name}.toml"
-    config.write_text(CONFIG)
+def resume_command(out: Path, farm: WebFarm) -> list[str]:
     seeds = [farm.url(name, "/") for name in farm.names]
-    return [
-        sys.executable,
-        "-m",
-        "crawlspace.cli",
-        "crawl",
-        "--out",
-        str(out),
-        "--config",
-        str(config),
-        "-q",
-        *seeds,
-    ]
+    return crawl_command(out, CONFIG, seeds)
 
 
 def snapshot(out: Path) -> dict[str, object]:
@@ -77,7 +64,7 @@ def snapshot(out: Path) -> dict[str, object]:
 
 def test_kill_9_and_resume_matches_an_uninterrupted_crawl(farm: WebFarm, tmp_path: Path) -> None:
     reference_dir = tmp_path / "reference"
-    subprocess.run(crawl_command(reference_dir, farm), check=True, timeout=120)
+    subprocess.run(resume_command(reference_dir, farm), check=True, timeout=120)
     reference = snapshot(reference_dir)
 
     seed = int(os.environ.get("CRAWLSPACE_KILL_SEED", time.time_ns() % 100_000))
@@ -85,14 +72,14 @@ def test_kill_9_and_resume_matches_an_uninterrupted_crawl(farm: WebFarm, tmp_pat
     killed_dir = tmp_path / "killed"
     kills = 0
     for _ in range(4):
-        proc = subprocess.Popen(crawl_command(killed_dir, farm))
+        proc = subprocess.Popen(resume_command(killed_dir, farm))
         time.sleep(rng.uniform(0.9, 1.8))
         if proc.poll() is not None:
             break
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         kills += 1
-    subprocess.run(crawl_command(killed_dir, farm), check=True, timeout=120)
+    subprocess.run(resume_command(killed_dir, farm), check=True, timeout=120)
     resumed = snapshot(killed_dir)
 
     context = f"kill seed {seed}, {kills} kills"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from crawlspace.demo.webfarm import LoggedRequest, WebFarm, html_site, max_concurrency, min_gap
 from crawlspace.export import iter_records
-from tests.webs import linked_pages, site_with_robots, slow_site, status_site
+from tests.webs import crawl_command, linked_pages, site_with_robots, slow_site, status_site
 
 MIN_DELAY = 0.1
 CLOCK_SLACK = 0.01
@@ -36,21 +35,8 @@ scope = "any"
 def crawl_in_subprocess(out: Path, seeds: list[str]) -> None:
     """The crawler runs in its own process so that the server's timestamps (taken in this
     process) are not delayed by the crawler holding the GIL."""
-    config = out.parent / f"{out.name}.toml"
-    config.write_text(TEST_CONFIG)
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawlspace.cli",
-            "crawl",
-            "--out",
-            str(out),
-            "--config",
-            str(config),
-            "-q",
-            *seeds,
-        ],
+        crawl_command(out, TEST_CONFIG, seeds),
         check=True,
         timeout=120,
     )

@@ -19,6 +19,7 @@ import pytest
 
 from crawlspace.export import iter_records
 from tests import faultweb
+from tests.webs import crawl_command
 
 MIN_DELAY = 0.05
 FACTOR = 2.0
@@ -90,22 +91,9 @@ def run_crawl(
     web: FaultWeb, out: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> tuple[int, float]:
     """Crawl every fault site; return (exit code, peak RSS in MB) of the crawler process."""
-    config = out.parent / f"{out.name}.toml"
-    config.write_text(config_text(web))
     seeds = [web.url(site) for site in faultweb.SITES]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "crawlspace.cli",
-            "crawl",
-            "--out",
-            str(out),
-            "--config",
-            str(config),
-            "-q",
-            *seeds,
-        ],
+        crawl_command(out, config_text(web), seeds),
         env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
     )
@@ -263,20 +251,7 @@ def test_kill_9_repeatedly_during_a_fault_heavy_crawl(tmp_path: Path) -> None:
     rng = random.Random(seed)
     context = f"kill seed {seed}"
     try:
-        config = out.parent / f"{out.name}.toml"
-        config.write_text(config_text(web))
-        command = [
-            sys.executable,
-            "-m",
-            "crawlspace.cli",
-            "crawl",
-            "--out",
-            str(out),
-            "--config",
-            str(config),
-            "-q",
-            *(web.url(s) for s in faultweb.SITES),
-        ]
+        command = crawl_command(out, config_text(web), (web.url(s) for s in faultweb.SITES))
         for _ in range(3):
             proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
             time.sleep(rng.uniform(1.0, 3.0))

@@ -34,8 +34,16 @@ from crawlspace.report import crawl_stats
 from tests.webs import linked_pages, slow_site
 
 # The budgets the dashboard lists under "Traps and demotions" (dashboard/static/dashboard.js).
-TRAP_REASONS = ("depth", "path_repeat", "query_params", "budget_template", "excluded_pattern",
-                "budget_host", "budget_host_day", "url_length")
+TRAP_REASONS = (
+    "depth",
+    "path_repeat",
+    "query_params",
+    "budget_template",
+    "excluded_pattern",
+    "budget_host",
+    "budget_host_day",
+    "url_length",
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
