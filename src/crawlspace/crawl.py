@@ -41,7 +41,12 @@ from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
 from crawlspace.store.sqlite_traps import StoreBudgets
-from crawlspace.store.warc import WarcWriter, recover_open_files
+from crawlspace.store.warc import (
+    RecoveredFile,
+    WarcWriter,
+    recover_open_files,
+    response_offsets,
+)
 from crawlspace.telemetry import Telemetry
 from crawlspace.visit import Visitor, robots_retrying
 
@@ -210,6 +215,7 @@ class Crawler:
         warc_dir = self.out_dir / "warc"
         for fixed in recover_open_files(warc_dir):
             log.info("recovered WARC file %s", fixed)
+            self._count_unreferenced(fixed)
         warc = WarcWriter(
             warc_dir, max_bytes=self.config.warc_max_bytes, software=f"crawlspace/{__version__}"
         )
@@ -239,6 +245,20 @@ class Crawler:
             elapsed=time.monotonic() - started,
             out_dir=str(self.out_dir),
         )
+
+    def _count_unreferenced(self, fixed: RecoveredFile) -> None:
+        """Responses archived by a run that died before committing them stay in the WARC (they
+        are complete records, harmless to readers); count them so an operator can see them.
+        Retried attempts and robots.txt fetches are also archived without a fetch row."""
+        if fixed.deleted or fixed.error is not None:
+            return
+        referenced = self.store.warc_offsets(fixed.path.name)
+        unreferenced = sum(1 for o in response_offsets(fixed.path) if o not in referenced)
+        self.store.bump_counters(
+            {"warc.recovered_files": 1, "warc.unreferenced_records": unreferenced}
+        )
+        if unreferenced:
+            log.info("%s: %d response records without a fetch row", fixed.path.name, unreferenced)
 
     def _default_transport(self) -> Transport:
         from crawlspace.fetch.aiohttp_transport import AiohttpTransport

@@ -102,6 +102,12 @@ def test_crash_at_each_point_then_resume(
         # The record written just before the crash is an orphan: its URL was fetched again and
         # archived again, but it has one fetch row and one event.
         assert max(warc_responses(out).values()) == 2
+        # ... and the resumed run counted it when it recovered the torn WARC file.
+        db = sqlite3.connect(out / "crawl.db")
+        counted = dict(db.execute("SELECT name, value FROM counters WHERE name LIKE 'warc.%'"))
+        db.close()
+        assert counted["warc.recovered_files"] == 1
+        assert counted["warc.unreferenced_records"] >= 1
 
 
 def test_lost_ack_is_completed_once_after_the_lease_expires(

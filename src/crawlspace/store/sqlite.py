@@ -555,15 +555,21 @@ class SqliteStore:
     # -- counters and bookkeeping ---------------------------------------------------------
 
     def _count(self, db: sqlite3.Connection, counts: dict[str, int]) -> None:
-        db.executemany(
-            "INSERT INTO counters (name, value) VALUES (?, ?)"
-            " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-            [(f"rejected.{name}", n) for name, n in counts.items() if n],
-        )
+        sqlite_dedup.bump_counters(db, {f"rejected.{name}": n for name, n in counts.items()})
 
     def count_rejections(self, rejections: dict[str, int]) -> None:
         with self._transaction() as db:
             self._count(db, rejections)
+
+    def bump_counters(self, counts: dict[str, int]) -> None:
+        """Add to named counters, e.g. ``warc.unreferenced_records``."""
+        with self._transaction() as db:
+            sqlite_dedup.bump_counters(db, counts)
+
+    def warc_offsets(self, warc_file: str) -> set[int]:
+        """Offsets of the WARC records that fetch rows of ``warc_file`` point at."""
+        rows = self._db.execute("SELECT warc_offset FROM fetches WHERE warc_file = ?", (warc_file,))
+        return {int(offset) for (offset,) in rows if offset is not None}
 
     def promote_due(self, now: float, limit: int = 1000) -> int:
         """Recrawl: queue up to ``limit`` URLs whose revisit is due (store/sqlite_revisit.py)."""

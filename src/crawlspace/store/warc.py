@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
 
+from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -368,6 +369,17 @@ def _next_serial(directory: Path, prefix: str) -> int:
 
 
 # -- crash recovery -------------------------------------------------------------------------------
+
+
+def response_offsets(path: Path) -> list[int]:
+    """Byte offsets of the ``response`` records in a (complete) WARC file."""
+    offsets = []
+    with path.open("rb") as stream:
+        records = ArchiveIterator(stream)
+        for record in records:
+            if record.rec_type == "response":
+                offsets.append(records.get_record_offset())
+    return offsets
 
 
 def recover_open_files(directory: Path) -> list[RecoveredFile]:
