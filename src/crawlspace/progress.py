@@ -32,6 +32,9 @@ class CrawlProgress:
 
     def __exit__(self, *exc: object) -> None:
         self._live.__exit__(None, None, None)
+        if not self.console.is_terminal:
+            # Off a terminal the last status line has no line end of its own.
+            self.console.line()
 
     def update(self, crawler: Crawler, in_flight: int) -> None:
         now = time.monotonic()
