@@ -337,13 +337,15 @@ class Crawler:
 
     async def _drain(self, tasks: dict[asyncio.Task[None], Lease]) -> None:
         """Let in-flight fetches finish (bounded by the total timeout), then release the rest."""
-        if tasks:
-            deadline = self.config.total_timeout + 5.0
-            _, pending = await asyncio.wait(set(tasks), timeout=deadline)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
+        deadline = time.monotonic() + self.config.total_timeout + 5.0
+        # A second SIGINT/SIGTERM (self._abandon) cuts the wait short.
+        while tasks and not self._abandon and time.monotonic() < deadline:
+            await asyncio.wait(set(tasks), timeout=0.2)
+        pending = [task for task in tasks if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
         now = self.clock.now()
         for lease in list(tasks.values()):
             self.store.release(lease, now)
