@@ -22,6 +22,7 @@ from pathlib import Path
 
 from crawlspace import __version__
 from crawlspace.clock import Clock, SystemClock
+from crawlspace.commit import GroupCommitter
 from crawlspace.config import CrawlConfig
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import dedup_seen_filter
@@ -112,6 +113,7 @@ class Crawler:
                 seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
                 near_index=NearDuplicateIndex(config.near_duplicate_bits),
             )
+        self._committer = GroupCommitter(self.store, self.clock.now)
         self.scope = Scope(config.scope, self.store.seed_urls(), config.allow_hosts)
         self.discovery = Discovery(
             EntryRules(
@@ -369,7 +371,7 @@ class Crawler:
                 self.store.release(lease, self.clock.now())
                 return
             completion = await visitor.visit_page(lease, record, rules)
-            self._commit(lease, completion)
+            await self._commit(lease, completion)
         except asyncio.CancelledError:
             self.store.release(lease, self.clock.now())
             raise
@@ -386,11 +388,11 @@ class Crawler:
             log.exception("visit of %s failed; its lease is released", lease.url)
             self.store.release(lease, self.clock.now())
 
-    def _commit(self, lease: Lease, completion: Completion) -> None:
+    async def _commit(self, lease: Lease, completion: Completion) -> None:
         crash_point("before_commit")
         if drop_ack():
             return
-        committed = self.store.complete(lease, completion, self.clock.now())
+        committed = await self._committer.submit(lease, completion)
         crash_point("after_commit")
         self.telemetry.on_commit(lease.host_key, completion, committed)
         if committed and completion.fetch:

@@ -109,6 +109,10 @@ class SharedStore(SqliteStore):
             return False
         return True
 
+    def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
+        # Each completion is its own conditional write on the shared frontier.
+        return [self.complete(lease, completion, now) for lease, completion in items]
+
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
         if not self.frontier.complete_robots(lease, record, next_allowed_at):
             return False

@@ -315,69 +315,79 @@ class SqliteStore:
         return int(row[0])
 
     def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+        return self.complete_many([(lease, completion)], now)[0]
+
+    def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
+        """Group commit: several completions in one transaction, so one WAL commit (the cost
+        that dominates a completion) is shared. All or nothing, like a single completion."""
         with self._transaction() as db:
-            host_id = self._current_page_lease(db, lease)
-            if host_id is None:
-                return False
-            check_transition("leased", completion.state)
-            requeue = completion.state == "queued"
-            # A retried attempt leaves its response in the WARC only: the fetch row, the links
-            # and the event belong to the visit's one terminal completion.
-            fetch = None if requeue else completion.fetch
-            if fetch is not None:
-                self._insert_fetch(db, lease, fetch, completion)
-            if not requeue:
-                self._emit_event(db, lease, completion, now)
-            db.execute(
-                "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
-                " updated_at = ?, etag = COALESCE(?, etag),"
-                " last_modified = COALESCE(?, last_modified) WHERE id = ?",
-                (
-                    completion.state,
-                    completion.reason,
-                    now,
-                    completion.etag,
-                    completion.last_modified,
-                    lease.url_id,
-                ),
+            return [self._complete(db, lease, completion, now) for lease, completion in items]
+
+    def _complete(
+        self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
+    ) -> bool:
+        host_id = self._current_page_lease(db, lease)
+        if host_id is None:
+            return False
+        check_transition("leased", completion.state)
+        requeue = completion.state == "queued"
+        # A retried attempt leaves its response in the WARC only: the fetch row, the links
+        # and the event belong to the visit's one terminal completion.
+        fetch = None if requeue else completion.fetch
+        if fetch is not None:
+            self._insert_fetch(db, lease, fetch, completion)
+        if not requeue:
+            self._emit_event(db, lease, completion, now)
+        db.execute(
+            "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
+            " updated_at = ?, etag = COALESCE(?, etag),"
+            " last_modified = COALESCE(?, last_modified) WHERE id = ?",
+            (
+                completion.state,
+                completion.reason,
+                now,
+                completion.etag,
+                completion.last_modified,
+                lease.url_id,
+            ),
+        )
+        db.execute(
+            "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + ?,"
+            " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?),"
+            " backoff_level = COALESCE(?, backoff_level), failures = COALESCE(?, failures)"
+            " WHERE id = ?",
+            (
+                int(requeue),
+                int(fetch is not None),
+                completion.next_allowed_at or 0.0,
+                completion.host_backoff,
+                completion.host_failures,
+                host_id,
+            ),
+        )
+        if fetch is not None:  # exact/near duplicate; may lower the host's link priorities
+            sqlite_dedup.record_content(
+                db, lease, host_id, fetch, completion, index=self.near_index
             )
-            db.execute(
-                "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + ?,"
-                " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?),"
-                " backoff_level = COALESCE(?, backoff_level), failures = COALESCE(?, failures)"
-                " WHERE id = ?",
-                (
-                    int(requeue),
-                    int(fetch is not None),
-                    completion.next_allowed_at or 0.0,
-                    completion.host_backoff,
-                    completion.host_failures,
-                    host_id,
-                ),
+        sqlite_dedup.bump_counters(db, completion.counters)
+        if not requeue:  # revisit schedule, per-day/template budgets, discovery window
+            sqlite_revisit.schedule_revisit(db, lease, completion, now, self.budgets.revisit)
+            sqlite_traps.apply_budgets(
+                db,
+                lease,
+                host_id,
+                completion,
+                now,
+                budgets=self.budgets,
+                host_ids=self._host_id,
             )
-            if fetch is not None:  # exact/near duplicate; may lower the host's link priorities
-                sqlite_dedup.record_content(
-                    db, lease, host_id, fetch, completion, index=self.near_index
-                )
-            sqlite_dedup.bump_counters(db, completion.counters)
-            if not requeue:  # revisit schedule, per-day/template budgets, discovery window
-                sqlite_revisit.schedule_revisit(db, lease, completion, now, self.budgets.revisit)
-                sqlite_traps.apply_budgets(
-                    db,
-                    lease,
-                    host_id,
-                    completion,
-                    now,
-                    budgets=self.budgets,
-                    host_ids=self._host_id,
-                )
-            if completion.discovered:
-                result = self._add(db, completion.discovered, now)
-                for reason, n in result.rejected.items():
-                    completion.rejections[reason] = completion.rejections.get(reason, 0) + n
-            if completion.excluded:
-                self._record_excluded(db, completion.excluded, lease.depth + 1, now)
-            self._count(db, completion.rejections)
+        if completion.discovered:
+            result = self._add(db, completion.discovered, now)
+            for reason, n in result.rejected.items():
+                completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+        if completion.excluded:
+            self._record_excluded(db, completion.excluded, lease.depth + 1, now)
+        self._count(db, completion.rejections)
         return True
 
     def _insert_fetch(
