@@ -26,6 +26,8 @@ from tests.redis_servers import RedisDeployment, start_cluster, wait_cluster_ok
 from tests.webs import linked_pages, slow_site
 
 MIN_DELAY = 0.05
+# Long enough that a SIGKILL sent right after a lease is seen lands inside that fetch.
+SLOW_FETCH = 0.3
 BUCKETS = 64
 SITES = 6
 PAGES = 12
@@ -45,7 +47,7 @@ lease_grace = 0.5
 def build_farm() -> WebFarm:
     sites = {f"s{i}": html_site(f"s{i}", linked_pages(PAGES)) for i in range(SITES)}
     # Slow answers keep leases open for a while, so a kill lands on held leases.
-    sites["slow"] = slow_site("slow", PAGES, 0.08)
+    sites["slow"] = slow_site("slow", PAGES, SLOW_FETCH)
     return WebFarm(sites)
 
 
@@ -95,7 +97,7 @@ def live_leases(client: Any, namespace: str) -> list[str]:
 
 
 def slow_page_lease(client: Any, namespace: str, epoch_prefix: str, slow_host: str) -> str | None:
-    """A page lease of the given worker on the slow site, whose fetch takes 80 ms."""
+    """A page lease of the given worker on the slow site, whose fetch takes SLOW_FETCH seconds."""
     for member in live_leases(client, namespace):
         kind, url_id, lease_id = member.split("|")
         if kind == "P" and lease_id.startswith(epoch_prefix):
