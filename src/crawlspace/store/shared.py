@@ -15,7 +15,6 @@ a crash between the shared write and the local commit loses the local rows of th
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -117,21 +116,7 @@ class SharedStore(SqliteStore):
         if not self.frontier.complete_robots(lease, record, next_allowed_at):
             return False
         with self._transaction() as db:  # a local copy, for stats and export of this worker
-            db.execute(
-                "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
-                " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    self._host_id(db, lease.host_key),
-                    record.status,
-                    record.outcome,
-                    record.body,
-                    hashlib.sha256(record.body).hexdigest(),
-                    record.fetched_at,
-                    record.expires_at,
-                    record.attempts,
-                    record.error,
-                ),
-            )
+            self._store_robots(db, self._host_id(db, lease.host_key), record)
         return True
 
     def close(self) -> None:

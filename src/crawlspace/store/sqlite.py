@@ -526,21 +526,7 @@ class SqliteStore:
             if row is None:
                 return False
             host_id = int(row[0])
-            db.execute(
-                "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
-                " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    host_id,
-                    record.status,
-                    record.outcome,
-                    record.body,
-                    hashlib.sha256(record.body).hexdigest(),
-                    record.fetched_at,
-                    record.expires_at,
-                    record.attempts,
-                    record.error,
-                ),
-            )
+            self._store_robots(db, host_id, record)
             db.execute(
                 "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
                 " robots_lease_expires_at = NULL, robots_expires_at = ?,"
@@ -548,6 +534,23 @@ class SqliteStore:
                 (record.expires_at, next_allowed_at, host_id),
             )
         return True
+
+    def _store_robots(self, db: sqlite3.Connection, host_id: int, record: RobotsRecord) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
+            " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                host_id,
+                record.status,
+                record.outcome,
+                record.body,
+                hashlib.sha256(record.body).hexdigest(),
+                record.fetched_at,
+                record.expires_at,
+                record.attempts,
+                record.error,
+            ),
+        )
 
     def robots(self, host_key: str) -> RobotsRecord | None:
         row = self._db.execute(
