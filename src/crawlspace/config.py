@@ -13,6 +13,7 @@ from crawlspace import __version__
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.errors import ConfigError
 from crawlspace.frontier.budgets import compile_excludes
+from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
 DEFAULT_USER_AGENT = f"CrawlspaceBot/{__version__} (+{PROJECT_URL})"
@@ -138,6 +139,16 @@ class CrawlConfig:
     revisit_initial_interval: float = 7 * 86400.0
     revisit_gone_interval: float = 30 * 86400.0
     revisit_share: float = 0.5
+    # Priority (frontier/priority.py): "score" (depth, sitemap priority and lastmod, pattern
+    # points "POINTS [HOST_GLOB ]PATTERN", in-links, host demotions) or "aopic" (cash, see
+    # frontier/aopic.py). Path-ascending discovery: a fetched /a/b/page also enqueues /a/b/,
+    # /a/ and / (Cho et al.; finds unlinked directory pages), off by default.
+    priority_policy: PriorityPolicy = "score"
+    priority_patterns: tuple[str, ...] = ()
+    inlink_weight: int = 1
+    inlink_cap: int = 10
+    aopic_tax: float = 0.1
+    path_ascending: bool = False
 
     @property
     def product_token(self) -> str:
@@ -190,6 +201,7 @@ class CrawlConfig:
             raise ConfigError(f"discovery_window must be >= 1 (got {self.discovery_window})")
         try:
             compile_excludes(self.exclude)
+            self.priority_rules()
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         for net in self.allow_nets:
@@ -199,6 +211,15 @@ class CrawlConfig:
                 raise ConfigError(
                     f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8"
                 ) from None
+
+    def priority_rules(self) -> PriorityRules:
+        return PriorityRules(
+            self.priority_policy,
+            compile_priority_patterns(self.priority_patterns),
+            self.inlink_weight,
+            self.inlink_cap,
+            self.aopic_tax,
+        )
 
     def replace(self, **changes: Any) -> CrawlConfig:
         return dataclasses.replace(self, **changes)
@@ -213,6 +234,7 @@ _TUPLE_FIELDS = {
     "strip_params",
     "sort_query_hosts",
     "exclude",
+    "priority_patterns",
 }
 
 

@@ -41,6 +41,7 @@ from crawlspace.robots.policy import RULES, rules_for
 from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite_priority import Ranking
 from crawlspace.store.sqlite_traps import StoreBudgets
 from crawlspace.store.warc import (
     RecoveredFile,
@@ -131,6 +132,7 @@ class Crawler:
                     config.max_query_params,
                     compile_excludes(config.exclude),
                 ),
+                config.priority_rules(),
             ),
             self.scope,
             filters,
@@ -144,6 +146,7 @@ class Crawler:
         self.telemetry = Telemetry(config, self.store)
         # Trap budgets with state and the recrawl policy live in the store (sqlite_traps.py).
         self.store.budgets = StoreBudgets.from_config(config)
+        self.store.ranking = Ranking(config.priority_rules())
         self.bytes_done = 0
 
     # -- setup ---------------------------------------------------------------------------------

@@ -267,6 +267,7 @@ class Visitor:
                 depth=lease.depth,
                 max_sitemap_depth=self.config.max_sitemap_depth,
                 cut_in_transfer=response.truncated,
+                now=response.started_at,
             )
             completion.links = admission.links
             completion.discovered = admission.candidates
@@ -293,6 +294,8 @@ class Visitor:
             parent_depth=lease.depth,
             page_nofollow=nofollow,
         )
+        if self.config.path_ascending:
+            self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
         completion.links = admission.links
         completion.discovered = admission.candidates
         completion.excluded = admission.excluded

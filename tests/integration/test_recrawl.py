@@ -108,3 +108,60 @@ def test_continuous_recrawl_revalidates_unchanged_pages(tmp_path: Path) -> None:
     assert revisits["revisits_leased"] >= 6
     assert 0.0 <= revisits["due_to_lease_p50_s"] <= revisits["due_to_lease_p99_s"] < 2.0
     json.dumps(revisits)
+
+
+def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
+    """A URL whose retries ran out is failed, not forgotten: recrawl comes back to it after the
+    long (tombstone) interval, and a server that recovered gets the page fetched."""
+    served = {"n": 0}
+
+    def flaky(path_qs: str) -> Response | None:
+        if path_qs != "/flaky.html":
+            return None
+        served["n"] += 1
+        if served["n"] == 1:
+            return html("<html><body>down</body></html>", 500)
+        return html("<html><body><p>back up</p></body></html>")
+
+    routes = {
+        "/": html('<html><body><a href="/flaky.html">flaky</a></body></html>'),
+        "/robots.txt": html("", 404),
+    }
+    out = tmp_path / "out"
+    with WebFarm({"site": Site("site", routes, flaky)}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.0/8",),
+            min_delay=0.01,
+            delay_factor=0.0,
+            progress=False,
+            continuous=True,
+            duration=2.5,
+            max_attempts=1,
+            retry_delay=0.1,  # the failure's host wait, kept short for the test
+            backoff_base=0.1,
+            revisit_min_interval=0.3,
+            revisit_max_interval=60.0,
+            revisit_initial_interval=60.0,
+            revisit_gone_interval=0.6,
+        )
+        crawler = Crawler(config, out)
+        try:
+            crawler.add_seeds([farm.url("site", "/")])
+            crawler.run()
+        finally:
+            crawler.close()
+        farm.wait_idle()
+        hits = [r.status for r in farm.requests_for("site") if r.path_qs == "/flaky.html"]
+    assert hits[:2] == [500, 200]
+    flaky_url = farm.url("site", "/flaky.html")
+    urls = {r["url"]: r for r in iter_records(out, "urls")}
+    assert urls[flaky_url]["state"] == "fetched"
+    assert urls[flaky_url]["version"] >= 2
+    db = open_crawl_db(out)
+    try:
+        events = db.execute(
+            "SELECT version, state FROM events WHERE url = ? ORDER BY version", (flaky_url,)
+        ).fetchall()
+    finally:
+        db.close()
+    assert [(e["version"], e["state"]) for e in events][:2] == [(1, "failed"), (2, "fetched")]

@@ -75,6 +75,7 @@ def test_states_compare_as_strings() -> None:
 def test_only_revisits_reopen_a_finished_visit() -> None:
     check_revisit("fetched")
     check_revisit("not_modified")
-    for old in ("queued", "leased", "redirected", "excluded", "failed", "bogus"):
+    check_revisit("failed")
+    for old in ("queued", "leased", "redirected", "excluded", "bogus"):
         with pytest.raises(IllegalTransition, match="-> 'queued'"):
             check_revisit(old)

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.frontier.budgets import TrapRules, trap_reason
-from crawlspace.frontier.priority import url_priority
+from crawlspace.frontier.priority import PriorityRules, url_priority
 from crawlspace.records import LinkRecord, UrlCandidate
 from crawlspace.urls import host_key, normalize_with_reason
 
@@ -30,6 +31,8 @@ class EntryRules:
     policy: UrlPolicy = field(default_factory=UrlPolicy)
     # Stateless crawler-trap checks (frontier/budgets.py): path repeats, query size, exclusions.
     traps: TrapRules = field(default_factory=TrapRules)
+    # Pattern points and the priority policy (frontier/priority.py).
+    priority: PriorityRules = field(default_factory=PriorityRules)
 
 
 @dataclass(slots=True)
@@ -44,11 +47,37 @@ class Admission:
     counters: Counter[str] = field(default_factory=Counter)
 
 
+def parent_directories(url: str) -> list[str]:
+    """``http://h/a/b/page.html?q`` -> ``http://h/a/b/``, ``http://h/a/``, ``http://h/``."""
+    parts = urlsplit(url)
+    path = parts.path[:-1] if parts.path.endswith("/") else parts.path
+    out = []
+    while "/" in path:
+        path = path[: path.rfind("/")]
+        out.append(f"{parts.scheme}://{parts.netloc}{path}/")
+    return out
+
+
 class Discovery:
     def __init__(self, rules: EntryRules, scope: Scope, filters: Sequence[UrlFilter] = ()) -> None:
         self.rules = rules
         self.scope = scope
         self.filters = list(filters)
+
+    def priority(
+        self,
+        url: str,
+        depth: int,
+        sitemap_priority: float | None = None,
+        lastmod_age: float | None = None,
+    ) -> int:
+        """The score-policy priority of an admitted URL (frontier/priority.py)."""
+        points = 0
+        if self.rules.priority.patterns:
+            parts = urlsplit(url)
+            path_qs = parts.path + ("?" + parts.query if parts.query else "")
+            points = self.rules.priority.pattern_points(parts.hostname or "", path_qs)
+        return url_priority(depth, sitemap_priority, pattern_points=points, lastmod_age=lastmod_age)
 
     def admit_one(
         self, url: str, *, depth: int, source: str, redirect_hops: int = 0, base: str | None = None
@@ -82,12 +111,25 @@ class Discovery:
                 normalized,
                 host_key(normalized),
                 depth,
-                priority=url_priority(depth),
+                priority=self.priority(normalized, depth),
                 redirect_hops=redirect_hops,
                 source=source,
             ),
             None,
         )
+
+    def admit_ascending(self, url: str, *, parent_depth: int, into: Admission) -> None:
+        """Path-ascending discovery (Cho, Garcia-Molina & Page 1998 call it "path-ascending
+        crawling"): the directories above a fetched URL, which often list pages no link points
+        to. They join ``into`` as candidates (source "ascend") unless already there."""
+        have = {c.url for c in into.candidates}
+        for parent in parent_directories(url):
+            candidate, reason = self.admit_one(parent, depth=parent_depth + 1, source="ascend")
+            if candidate is None or reason is not None:
+                into.rejections[reason or "invalid_url"] += 1
+            elif candidate.url not in have:
+                have.add(candidate.url)
+                into.candidates.append(candidate)
 
     def admit_links(
         self,

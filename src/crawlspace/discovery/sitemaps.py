@@ -25,7 +25,7 @@ import logging
 from collections.abc import Iterable
 
 from crawlspace.discovery.links import Admission, Discovery
-from crawlspace.frontier.priority import url_priority
+from crawlspace.frontier.priority import lastmod_age_days, url_priority
 from crawlspace.parse.sitemap import Sitemap, SitemapError, parse_sitemap
 from crawlspace.records import LinkRecord, UrlCandidate
 
@@ -76,11 +76,13 @@ def admit_sitemap_body(
     depth: int,
     max_sitemap_depth: int,
     cut_in_transfer: bool = False,
+    now: float | None = None,
 ) -> tuple[Admission, str | None]:
     """Parse a fetched sitemap and admit what it lists; returns (admission, reason or None).
 
     The reason is ``"sitemap_invalid"`` when the body was refused (the admission is empty then).
     ``cut_in_transfer``: the fetch stopped at its byte limit (MAX_SITEMAP_BYTES on the wire).
+    ``now`` dates ``<lastmod>`` for the priority's freshness points (None: no such points).
     """
     out = Admission()
     if cut_in_transfer:
@@ -98,7 +100,13 @@ def admit_sitemap_body(
     if sitemap.warnings["malformed"]:
         out.rejections["sitemap_malformed"] += 1
     _admit_entries(
-        discovery, sitemap, out, url=url, depth=depth, max_sitemap_depth=max_sitemap_depth
+        discovery,
+        sitemap,
+        out,
+        url=url,
+        depth=depth,
+        max_sitemap_depth=max_sitemap_depth,
+        now=now,
     )
     return out, None
 
@@ -111,6 +119,7 @@ def _admit_entries(
     url: str,
     depth: int,
     max_sitemap_depth: int,
+    now: float | None,
 ) -> None:
     seen: set[str] = set()
     index = sitemap.kind == "sitemapindex"
@@ -136,9 +145,10 @@ def _admit_entries(
             out.excluded.append((candidate.url, reason))
             continue
         if not index:
+            age = None if now is None else lastmod_age_days(entry.lastmod, now)
             candidate = dataclasses.replace(
                 candidate,
-                priority=url_priority(depth, entry.priority),
+                priority=discovery.priority(candidate.url, depth, entry.priority, age),
                 lastmod=entry.lastmod,
                 changefreq=entry.changefreq,
                 sitemap_priority=entry.priority,

@@ -53,11 +53,13 @@ _ALLOWED: dict[str, frozenset[str]] = {
 
 
 # The one way out of a terminal state: a due revisit (store/sqlite_revisit.py promote_due) queues
-# the URL again with its version bumped first. Tombstones (fetched, reason "gone") are revisited
-# too, rarely; redirected, excluded and failed URLs never are.
+# the URL again with its version bumped first. Tombstones (fetched, reason "gone") and failed
+# URLs (retries exhausted: servers and networks do recover) are revisited too, rarely;
+# redirected and excluded URLs never are (the target, or the rule, is what gets revisited).
 REVISITS: dict[UrlState, frozenset[UrlState]] = {
     UrlState.FETCHED: frozenset({UrlState.QUEUED}),
     UrlState.NOT_MODIFIED: frozenset({UrlState.QUEUED}),
+    UrlState.FAILED: frozenset({UrlState.QUEUED}),
 }
 REVISITABLE: tuple[str, ...] = tuple(s.value for s in REVISITS)
 

@@ -28,7 +28,7 @@ from crawlspace.records import (
     UrlCandidate,
 )
 from crawlspace.robots.policy import robots_url
-from crawlspace.store import sqlite_dedup, sqlite_revisit, sqlite_traps
+from crawlspace.store import sqlite_dedup, sqlite_priority, sqlite_revisit, sqlite_traps
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
 
@@ -66,6 +66,7 @@ class SqliteStore:
             self._add_missing_columns()
             sqlite_dedup.migrate(self._db)
             sqlite_revisit.migrate(self._db)
+            sqlite_priority.migrate(self._db)
             if seen_filter is not None:
                 sqlite_dedup.rebuild_seen(self._db, seen_filter)
             if near_index is not None:
@@ -76,6 +77,7 @@ class SqliteStore:
         # Trap budgets and recrawl policy (store/sqlite_traps.py, sqlite_revisit.py); the crawl
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
         self.budgets = sqlite_traps.StoreBudgets()
+        self.ranking = sqlite_priority.Ranking()
         self._band_tally: dict[int, list[int]] = {}
 
     def _check_schema_version(self) -> None:
@@ -127,7 +129,9 @@ class SqliteStore:
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
         with self._transaction() as db:
-            return self._add(db, candidates, now)
+            result = self._add(db, candidates, now)
+            self.ranking.endow(db, [c.url for c in candidates])
+            return result
 
     def _add(
         self, db: sqlite3.Connection, candidates: Sequence[UrlCandidate], now: float
@@ -381,10 +385,13 @@ class SqliteStore:
                 budgets=self.budgets,
                 host_ids=self._host_id,
             )
+        cash = 0.0 if requeue else self.ranking.take_cash(db, lease.url_id)
         if completion.discovered:
             result = self._add(db, completion.discovered, now)
             for reason, n in result.rejected.items():
                 completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+        if not requeue:  # in-link counts, and AOPIC's cash (store/sqlite_priority.py)
+            self.ranking.pass_on(db, cash, [c.url for c in completion.discovered])
         if completion.excluded:
             self._record_excluded(db, completion.excluded, lease.depth + 1, now)
         self._count(db, completion.rejections)

@@ -60,8 +60,9 @@ def migrate(db: sqlite3.Connection) -> None:
 def schedule_revisit(
     db: sqlite3.Connection, lease: Lease, completion: Completion, now: float, policy: RevisitPolicy
 ) -> None:
-    """After a terminal visit: the URL's next interval and due time. Only fetched (including
-    tombstones) and not_modified URLs are revisited; a 200's change is judged on its text hash."""
+    """After a terminal visit: the URL's next interval and due time. Fetched (tombstones
+    included), not_modified and failed URLs are revisited; a 200's change is judged on its text
+    hash. A tombstone or a failure waits the long ``gone_interval``."""
     if completion.state not in REVISITABLE:
         return
     row = db.execute(
@@ -70,7 +71,7 @@ def schedule_revisit(
     ).fetchone()
     interval, old_hash, changefreq = row
     fetch = completion.fetch
-    gone = completion.reason == "gone"
+    gone = completion.reason == "gone" or completion.state == "failed"
     new_hash = None
     if fetch is not None and 200 <= fetch.status < 300:
         new_hash = fetch.text_sha256 or fetch.content_sha256

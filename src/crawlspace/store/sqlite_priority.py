@@ -1,0 +1,119 @@
+"""The SQLite side of URL priority: in-link counts and AOPIC cash, applied as links arrive.
+
+The points are pure (frontier/priority.py, frontier/aopic.py). Here they meet rows: after a
+page's links are added, one ``executemany`` bumps each target's in-link count and moves it in its
+host queue (score policy: a few points earlier per linking page; aopic: the page's cash share and
+the priority that cash buys). Everything runs inside the caller's completion transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Final
+
+from crawlspace.frontier.aopic import NO_CASH_PRIORITY, SEED_CASH, cash_priority, split_cash
+from crawlspace.frontier.priority import PriorityRules
+from crawlspace.store.sqlite_revisit import REVISIT_BAND
+
+__all__ = ["Ranking", "migrate"]
+
+URL_COLUMNS: Final = (
+    ("inlinks", "INTEGER NOT NULL DEFAULT 0"),  # distinct fetched pages linking here
+    ("cash", "REAL NOT NULL DEFAULT 0"),  # AOPIC cash received from links (frontier/aopic.py)
+    ("lambda_paid", "REAL NOT NULL DEFAULT 0"),  # Lambda's per-page total when last paid
+)
+_LAMBDA_KEY: Final = "aopic_lambda_per_page"
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    have = {row[1] for row in db.execute("PRAGMA table_info(urls)")}
+    for column, kind in URL_COLUMNS:
+        if column not in have:
+            db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
+    db.create_function("cash_priority", 1, cash_priority, deterministic=True)
+
+
+# A revisit keeps its band (negative priorities) when its cash changes.
+_BANDED: Final = (
+    f"CASE WHEN priority < 0 THEN cash_priority(cash + ?) - {REVISIT_BAND}"
+    " ELSE cash_priority(cash + ?) END"
+)
+
+
+class Ranking:
+    """One store's priority policy, and AOPIC's Lambda total (the store is its only writer)."""
+
+    def __init__(self, rules: PriorityRules | None = None) -> None:
+        self.rules = rules or PriorityRules()
+        self._lambda: float | None = None
+
+    @property
+    def aopic(self) -> bool:
+        return self.rules.policy == "aopic"
+
+    def _lambda_per_page(self, db: sqlite3.Connection) -> float:
+        if self._lambda is None:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (_LAMBDA_KEY,)).fetchone()
+            self._lambda = float(row[0]) if row else 0.0
+        return self._lambda
+
+    def take_cash(self, db: sqlite3.Connection, url_id: int) -> float:
+        """AOPIC, when a visit ends: the page's cash (links' shares plus what Lambda paid every
+        page since it was last paid), which it now hands on and no longer holds."""
+        if not self.aopic:
+            return 0.0
+        lam = self._lambda_per_page(db)
+        row = db.execute("SELECT cash, lambda_paid FROM urls WHERE id = ?", (url_id,)).fetchone()
+        db.execute(
+            "UPDATE urls SET cash = 0, lambda_paid = ?, priority = CASE WHEN priority < 0"
+            f" THEN {NO_CASH_PRIORITY - REVISIT_BAND} ELSE {NO_CASH_PRIORITY} END WHERE id = ?",
+            (lam, url_id),
+        )
+        return float(row[0]) + max(0.0, lam - float(row[1]))
+
+    def pass_on(self, db: sqlite3.Connection, cash: float, targets: Sequence[str]) -> None:
+        """A visit's followed links: in-link counts, and under AOPIC the page's cash."""
+        if not targets and not (self.aopic and cash > 0.0):
+            return
+        if not self.aopic:
+            if self.rules.inlink_weight and self.rules.inlink_cap:
+                db.executemany(
+                    "UPDATE urls SET inlinks = inlinks + 1, priority = priority - CASE WHEN"
+                    " state = 'queued' AND inlinks BETWEEN 1 AND ? THEN ? ELSE 0 END"
+                    " WHERE url = ?",
+                    [(self.rules.inlink_cap, self.rules.inlink_weight, url) for url in targets],
+                )
+            else:
+                db.executemany(
+                    "UPDATE urls SET inlinks = inlinks + 1 WHERE url = ?", [(u,) for u in targets]
+                )
+            return
+        share, to_lambda = split_cash(cash, len(targets), self.rules.aopic_tax)
+        lam = self._lambda_per_page(db)
+        db.executemany(
+            f"UPDATE urls SET inlinks = inlinks + 1, priority = {_BANDED}, cash = cash + ?,"
+            " lambda_paid = CASE WHEN inlinks = 0 AND cash = 0 THEN ? ELSE lambda_paid END"
+            " WHERE url = ?",
+            [(share, share, share, lam, url) for url in targets],
+        )
+        if to_lambda > 0.0:
+            # Lambda links to every known page, so each gets an equal part (paid lazily).
+            known = db.execute("SELECT MAX(id) FROM urls").fetchone()[0] or 1
+            self._lambda = lam + to_lambda / int(known)
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (_LAMBDA_KEY, repr(self._lambda)),
+            )
+
+    def endow(self, db: sqlite3.Connection, urls: Sequence[str]) -> None:
+        """AOPIC: seeds and declared sitemaps start with ``SEED_CASH`` (once: a seed given
+        again on resume, already holding cash or already visited, gets nothing more)."""
+        if not self.aopic or not urls:
+            return
+        lam = self._lambda_per_page(db)
+        db.executemany(
+            "UPDATE urls SET cash = ?, lambda_paid = ?, priority = ? WHERE url = ?"
+            " AND state = 'queued' AND version = 1 AND cash = 0 AND inlinks = 0",
+            [(SEED_CASH, lam, cash_priority(SEED_CASH), url) for url in urls],
+        )
