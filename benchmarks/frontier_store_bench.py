@@ -1,33 +1,100 @@
 """Lease grants per second on the SQLite store (and enqueue-if-new per second).
 
     python benchmarks/frontier_store_bench.py [--hosts 10000] [--urls 200000] [--hot 20000]
+        [--discover 0] [--resume]
 
 Fills a fresh crawl.db with URLs spread over ``--hosts`` hosts plus one hot host, fetches every
 host's robots.txt (so page leases flow), then runs lease -> complete cycles with zero politeness
-delay on a virtual clock, in batches as the crawler does. Prints a Markdown table.
+delay on a virtual clock, in batches as the crawler does; with ``--discover K`` every completion
+also enqueues K new URLs (enqueues running with the leases and completions). ``--resume`` then
+reopens the file in a fresh process the way a resumed crawl does (Bloom filter rebuilt from the
+file, leases recovered) and reports the time to the first lease and that process's peak RSS
+over 10,000 more cycles. Prints a Markdown table.
+
+The issue's scale: ``--hosts 100000 --urls 10000000 --hot 1000000 --discover 2 --resume``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import resource
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from crawlspace.dedup.near_index import NearDuplicateIndex
+from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
 
 
-def candidates(hosts: int, urls: int, hot: int) -> list[UrlCandidate]:
-    out = [UrlCandidate(f"http://hot.example/p{i}", "http://hot.example", 1, 1) for i in range(hot)]
+def candidates(hosts: int, urls: int, hot: int) -> Iterator[UrlCandidate]:
+    for i in range(hot):
+        yield UrlCandidate(f"http://hot.example/p{i}", "http://hot.example", 1, 1)
     for i in range(urls - hot):
         host = f"http://h{i % hosts}.example"
-        out.append(UrlCandidate(f"{host}/p{i}", host, 1, 1))
-    return out
+        yield UrlCandidate(f"{host}/p{i}", host, 1, 1)
+
+
+def batches(items: Iterator[UrlCandidate], size: int) -> Iterator[list[UrlCandidate]]:
+    while chunk := list(itertools.islice(items, size)):
+        yield chunk
+
+
+def discovered(lease_url: str, k: int) -> list[UrlCandidate]:
+    """K new URLs on the leased URL's host (deeper paths: always new)."""
+    host = lease_url.split("/p", 1)[0]
+    return [UrlCandidate(f"{lease_url}/n{j}", host, 2, 20) for j in range(k)]
+
+
+def cycles(store: SqliteStore, count: int, batch: int, discover: int, now: float) -> int:
+    grants = 0
+    while grants < count:
+        leases = store.lease(now, batch, 100.0)
+        if not leases:
+            break
+        items = [
+            (
+                lease,
+                Completion(
+                    "fetched", next_allowed_at=now, discovered=discovered(lease.url, discover)
+                ),
+            )
+            for lease in leases
+        ]
+        store.complete_many(items, now)
+        grants += len(leases)
+        now += 1e-6
+    return grants
+
+
+def resume(db_path: Path, batch: int, discover: int) -> None:
+    """Run in a child process: reopen as a resumed crawl does, then lease."""
+    t0 = time.perf_counter()
+    store = SqliteStore(
+        db_path,
+        FrontierLimits(),
+        seen_filter=dedup_seen_filter(1_000_000, 0.01),
+        near_index=NearDuplicateIndex(3),
+    )
+    store.recover(2.0)
+    first = store.lease(2.0, batch, 100.0)
+    to_first = time.perf_counter() - t0
+    for lease in first:
+        store.release(lease, 2.0)
+    t0 = time.perf_counter()
+    grants = cycles(store, 10_000, batch, discover, 2.0)
+    rate = grants / (time.perf_counter() - t0)
+    store.close()
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{to_first:.2f} {rate:.0f} {rss_mb:.0f}")
 
 
 def main() -> None:
@@ -38,17 +105,23 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--no-group-commit", dest="group_commit", action="store_false")
+    parser.add_argument("--discover", type=int, default=0, help="new URLs per completion")
+    parser.add_argument("--resume", action="store_true", help="time a resume in a new process")
+    parser.add_argument("--resume-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.resume_child:
+        resume(Path(args.resume_child), args.batch, args.discover)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteStore(Path(tmp) / "crawl.db", FrontierLimits())
-        cands = candidates(args.hosts, args.urls, args.hot)
         t0 = time.perf_counter()
-        for i in range(0, len(cands), 10_000):
-            store.add(cands[i : i + 10_000], 0.0)
+        for chunk in batches(candidates(args.hosts, args.urls, args.hot), 10_000):
+            store.add(chunk, 0.0)
         enqueue_s = time.perf_counter() - t0
+        again_batch = list(itertools.islice(candidates(args.hosts, args.urls, args.hot), 50_000))
         t0 = time.perf_counter()
-        again = store.add(cands[:50_000], 0.0)
+        again = store.add(again_batch, 0.0)
         seen_s = time.perf_counter() - t0
         assert again.added == 0
 
@@ -63,23 +136,40 @@ def main() -> None:
                 else:
                     store.release(lease, now)
 
-        grants = 0
         t0 = time.perf_counter()
-        while grants < args.cycles:
-            leases = store.lease(now, args.batch, 100.0)
-            if not leases:
-                break
-            done = Completion(state="fetched", next_allowed_at=now)
-            if args.group_commit:  # as the crawl does: completions of one loop turn together
-                store.complete_many([(lease, done) for lease in leases], now)
-            else:
+        if args.group_commit or args.discover:
+            grants = cycles(store, args.cycles, args.batch, args.discover, now)
+        else:  # one transaction per completion, for comparison
+            grants = 0
+            while grants < args.cycles:
+                leases = store.lease(now, args.batch, 100.0)
+                if not leases:
+                    break
                 for lease in leases:
-                    store.complete(lease, done, now)
-            grants += len(leases)
-            now += 1e-6
+                    store.complete(lease, Completion(state="fetched", next_allowed_at=now), now)
+                grants += len(leases)
+                now += 1e-6
         lease_s = time.perf_counter() - t0
         store.close()
         db_bytes = sum(p.stat().st_size for p in Path(tmp).iterdir())
+        resumed = None
+        if args.resume:
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--resume-child",
+                    str(Path(tmp) / "crawl.db"),
+                    "--batch",
+                    str(args.batch),
+                    "--discover",
+                    str(args.discover),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            resumed = child.stdout.split()
 
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
@@ -94,15 +184,24 @@ def main() -> None:
     print("| operation | count | seconds | per second |")
     print("|---|---:|---:|---:|")
     print(
-        f"| enqueue-if-new (new URLs) | {len(cands):,} | {enqueue_s:.2f}"
-        f" | {len(cands) / enqueue_s:,.0f} |"
+        f"| enqueue-if-new (new URLs) | {args.urls:,} | {enqueue_s:.2f}"
+        f" | {args.urls / enqueue_s:,.0f} |"
     )
     print(f"| enqueue-if-new (all seen) | 50,000 | {seen_s:.2f} | {50_000 / seen_s:,.0f} |")
     print(f"| lease + complete cycles | {grants:,} | {lease_s:.2f} | {grants / lease_s:,.0f} |")
+    if args.discover:
+        new = grants * args.discover
+        print(f"| ... new URLs enqueued by them | {new:,} | {lease_s:.2f} | {new / lease_s:,.0f} |")
     print(
         f"\nrobots leases completed first: {robots:,}; db size {db_bytes / 1e6:.1f} MB;"
         f" peak RSS {rss_mb:.0f} MB"
     )
+    if resumed:
+        to_first, rate, child_rss = resumed
+        print(
+            f"resume in a new process: first lease after {float(to_first):.1f} s,"
+            f" then {float(rate):,.0f} cycles/s; that process's peak RSS {child_rss} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -70,6 +70,9 @@ class StagePools:
                 initializer=_follow_crawler,
                 initargs=(os.getpid(),),
             )
+            # Start the workers now, while robots.txt is fetched: a spawned interpreter takes a
+            # second or more to import the parser on a busy machine.
+            self._processes.submit(os.getpid)
         self._warc = ThreadPoolExecutor(1, thread_name_prefix="crawlspace-warc")
         self._placement: dict[Callable[..., Any], Executor] = {}
 

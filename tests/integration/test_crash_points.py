@@ -26,7 +26,7 @@ delay_factor = 1.0
 concurrency = 4
 scope = "any"
 total_timeout = 1.0
-lease_grace = 0.5
+lease_grace = 5.0  # a loaded CI machine must not expire a lease mid-visit
 """
 
 

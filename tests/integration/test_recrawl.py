@@ -135,7 +135,7 @@ def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
             delay_factor=0.0,
             progress=False,
             continuous=True,
-            duration=2.5,
+            duration=4.0,
             max_attempts=1,
             retry_delay=0.1,  # the failure's host wait, kept short for the test
             backoff_base=0.1,

@@ -8,12 +8,13 @@ only a power loss can roll back the last transactions (then at-least-once fetchi
 from __future__ import annotations
 
 import hashlib
+import secrets
 import sqlite3
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
@@ -31,6 +32,12 @@ from crawlspace.robots.policy import robots_url
 from crawlspace.store import sqlite_dedup, sqlite_priority, sqlite_revisit, sqlite_traps
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
+
+# The columns every ending of a page lease sets (the completion's UPDATE adds the revisit ones).
+_FINISH_URL = (
+    "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
+    " updated_at = ?, etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified)"
+)
 
 
 def event_id(url: str, version: int) -> str:
@@ -60,6 +67,7 @@ class SqliteStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=10000")
             self._db.execute("PRAGMA cache_size=-65536")
+            self._db.execute("PRAGMA wal_autocheckpoint=20000")
             # One transaction: the schema appears whole or not at all, in a few WAL frames.
             self._db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
             self._check_schema_version()
@@ -79,6 +87,10 @@ class SqliteStore:
         self.budgets = sqlite_traps.StoreBudgets()
         self.ranking = sqlite_priority.Ranking()
         self._band_tally: dict[int, list[int]] = {}
+        self._lease_prefix = secrets.token_hex(6) + "-"
+        self._lease_serial = 0
+        # Until a revisit is queued, a host's next URL is simply the head of its queue.
+        self._revisits_possible = sqlite_revisit.any_queued_revisit(self._db)
 
     def _check_schema_version(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -236,27 +248,36 @@ class SqliteStore:
             for url, _ in excluded:
                 self.seen_filter.add(url)
 
+    def _new_lease_id(self) -> str:
+        # Unique without a uuid4 per lease (a tenth of a lease's cost): a random per-store
+        # prefix, then a counter.
+        self._lease_serial += 1
+        return f"{self._lease_prefix}{self._lease_serial:x}"
+
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
         if limit <= 0:
             return []
         leases: list[Lease] = []
         expires_at = now + lease_seconds
         with self._transaction() as db:
+            # The ready hosts and, in the same statement, each one's best queued URL (the
+            # urls_queue index answers each subquery with one seek).
             hosts = db.execute(
-                "SELECT id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures"
+                "SELECT id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures,"
+                " (SELECT u.id FROM urls u WHERE u.host_id = hosts.id AND u.state = 'queued'"
+                "  ORDER BY u.priority, u.id LIMIT 1)"
                 " FROM hosts WHERE ready_at <= ? ORDER BY ready_at LIMIT ?",
                 (now, limit),
             ).fetchall()
-            for host_id, host_key, robots_expires_at, robots_lease_id, level, failures in hosts:
-                lease_id = uuid.uuid4().hex
+            robots_rows: list[tuple[str, float, int]] = []
+            pages: list[tuple[int, str, int, int]] = []  # host id, key, level, failures
+            head_ids: list[int] = []
+            for host_id, host_key, robots_expires_at, robots_lease_id, level, fails, head in hosts:
                 if robots_expires_at is None or robots_expires_at <= now:
                     if robots_lease_id is not None:
                         continue  # robots.txt is being fetched; nothing else goes first
-                    db.execute(
-                        "UPDATE hosts SET in_flight = in_flight + 1, robots_lease_id = ?,"
-                        " robots_lease_expires_at = ? WHERE id = ?",
-                        (lease_id, expires_at, host_id),
-                    )
+                    lease_id = self._new_lease_id()
+                    robots_rows.append((lease_id, expires_at, host_id))
                     leases.append(
                         Lease(
                             LeaseKind.ROBOTS,
@@ -271,52 +292,98 @@ class SqliteStore:
                             expires_at,
                         )
                     )
-                    continue
-                # Due revisits and new URLs: two bands of the host's queue (sqlite_revisit.py).
-                row = sqlite_revisit.pick_queued(
+                elif head is None:  # counters and rows disagree: heal rather than spin
+                    db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
+                else:
+                    pages.append((host_id, host_key, level, fails))
+                    head_ids.append(head)
+            db.executemany(
+                "UPDATE hosts SET in_flight = in_flight + 1, robots_lease_id = ?,"
+                " robots_lease_expires_at = ? WHERE id = ?",
+                robots_rows,
+            )
+            if pages:
+                leases.extend(self._lease_pages(db, pages, head_ids, now, expires_at))
+        return leases
+
+    def _lease_pages(
+        self,
+        db: sqlite3.Connection,
+        pages: list[tuple[int, str, int, int]],
+        head_ids: list[int],
+        now: float,
+        expires_at: float,
+    ) -> list[Lease]:
+        if self._revisits_possible:
+            # Due revisits and new URLs: two bands of each host queue (sqlite_revisit.py).
+            rows = [
+                sqlite_revisit.pick_queued(
                     db, host_id, now, self.budgets.revisit_share, tally=self._band_tally
                 )
-                if row is None:  # counters and rows disagree: heal rather than spin
-                    db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
-                    continue
-                url_id, url, version, attempts, depth, hops, etag, last_modified, source = row
-                db.execute(
-                    "UPDATE urls SET state = 'leased', lease_id = ?, lease_expires_at = ?,"
-                    " attempts = attempts + 1 WHERE id = ?",
-                    (lease_id, expires_at, url_id),
+                for host_id, _, _, _ in pages
+            ]
+        else:  # no revisit was ever queued: the head of each queue is the URL
+            marks = ",".join("?" * len(head_ids))
+            by_id = {
+                row[0]: row
+                for row in db.execute(
+                    f"SELECT {sqlite_revisit.PAGE_COLUMNS} FROM urls WHERE id IN ({marks})",
+                    head_ids,
                 )
-                db.execute(
-                    "UPDATE hosts SET in_flight = in_flight + 1, queued = queued - 1 WHERE id = ?",
-                    (host_id,),
+            }
+            rows = [by_id.get(head) for head in head_ids]
+        leases, url_rows, host_rows = [], [], []
+        for (host_id, host_key, level, failures), row in zip(pages, rows, strict=True):
+            if row is None:
+                continue
+            url_id, url, version, attempts, depth, hops, etag, last_modified, source = row
+            lease_id = self._new_lease_id()
+            url_rows.append((lease_id, expires_at, url_id))
+            host_rows.append((host_id,))
+            leases.append(
+                Lease(
+                    LeaseKind.PAGE,
+                    lease_id,
+                    host_key,
+                    url,
+                    url_id,
+                    version,
+                    attempts + 1,
+                    depth,
+                    hops,
+                    expires_at,
+                    etag,
+                    last_modified,
+                    host_backoff=level,
+                    host_failures=failures,
+                    source=source,
                 )
-                leases.append(
-                    Lease(
-                        LeaseKind.PAGE,
-                        lease_id,
-                        host_key,
-                        url,
-                        url_id,
-                        version,
-                        attempts + 1,
-                        depth,
-                        hops,
-                        expires_at,
-                        etag,
-                        last_modified,
-                        host_backoff=level,
-                        host_failures=failures,
-                        source=source,
-                    )
-                )
+            )
+        db.executemany(
+            "UPDATE urls SET state = 'leased', lease_id = ?, lease_expires_at = ?,"
+            " attempts = attempts + 1 WHERE id = ?",
+            url_rows,
+        )
+        db.executemany(
+            "UPDATE hosts SET in_flight = in_flight + 1, queued = queued - 1 WHERE id = ?",
+            host_rows,
+        )
         return leases
 
     def _current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None:
+        row = self._current_page_row(db, lease)
+        return None if row is None else int(row[0])
+
+    def _current_page_row(self, db: sqlite3.Connection, lease: Lease) -> tuple[Any, ...] | None:
+        """(host_id, revisit_interval, content_hash, changefreq) while ``lease`` is current."""
         row = db.execute(
-            "SELECT host_id, state, lease_id, version FROM urls WHERE id = ?", (lease.url_id,)
+            "SELECT host_id, state, lease_id, version, revisit_interval, content_hash, changefreq"
+            " FROM urls WHERE id = ?",
+            (lease.url_id,),
         ).fetchone()
         if row is None or row[1] != "leased" or row[2] != lease.lease_id or row[3] != lease.version:
             return None
-        return int(row[0])
+        return (row[0], *row[4:])
 
     def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
         return self.complete_many([(lease, completion)], now)[0]
@@ -330,9 +397,10 @@ class SqliteStore:
     def _complete(
         self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
     ) -> bool:
-        host_id = self._current_page_lease(db, lease)
-        if host_id is None:
+        current = self._current_page_row(db, lease)
+        if current is None:
             return False
+        host_id, interval, old_hash, changefreq = current
         check_transition("leased", completion.state)
         requeue = completion.state == "queued"
         # A retried attempt leaves its response in the WARC only: the fetch row, the links
@@ -342,19 +410,33 @@ class SqliteStore:
             self._insert_fetch(db, lease, fetch, completion)
         if not requeue:
             self._emit_event(db, lease, completion, now)
-        db.execute(
-            "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
-            " updated_at = ?, etag = COALESCE(?, etag),"
-            " last_modified = COALESCE(?, last_modified) WHERE id = ?",
-            (
-                completion.state,
-                completion.reason,
-                now,
-                completion.etag,
-                completion.last_modified,
-                lease.url_id,
-            ),
+        url_row = (
+            completion.state,
+            completion.reason,
+            now,
+            completion.etag,
+            completion.last_modified,
         )
+        revisit = None
+        if not requeue:  # the next visit's schedule (store/sqlite_revisit.py)
+            revisit = sqlite_revisit.revisit_schedule(
+                completion,
+                now,
+                self.budgets.revisit,
+                interval=interval,
+                old_hash=old_hash,
+                changefreq=changefreq,
+            )
+        if revisit is None:
+            db.execute(_FINISH_URL + " WHERE id = ?", (*url_row, lease.url_id))
+        else:
+            next_interval, next_fetch_at, changed, new_hash = revisit
+            db.execute(
+                _FINISH_URL + ", revisit_interval = ?, next_fetch_at = ?, due_at = NULL,"
+                " last_changed_at = CASE WHEN ? THEN ? ELSE last_changed_at END,"
+                " content_hash = COALESCE(?, content_hash) WHERE id = ?",
+                (*url_row, next_interval, next_fetch_at, changed, now, new_hash, lease.url_id),
+            )
         db.execute(
             "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + ?,"
             " fetched = fetched + ?, next_allowed_at = MAX(next_allowed_at, ?),"
@@ -373,9 +455,9 @@ class SqliteStore:
             sqlite_dedup.record_content(
                 db, lease, host_id, fetch, completion, index=self.near_index
             )
-        sqlite_dedup.bump_counters(db, completion.counters)
-        if not requeue:  # revisit schedule, per-day/template budgets, discovery window
-            sqlite_revisit.schedule_revisit(db, lease, completion, now, self.budgets.revisit)
+        if completion.counters:
+            sqlite_dedup.bump_counters(db, completion.counters)
+        if not requeue:  # per-day/template budgets, discovery window
             sqlite_traps.apply_budgets(
                 db,
                 lease,
@@ -394,7 +476,8 @@ class SqliteStore:
             self.ranking.pass_on(db, cash, [c.url for c in completion.discovered])
         if completion.excluded:
             self._record_excluded(db, completion.excluded, lease.depth + 1, now)
-        self._count(db, completion.rejections)
+        if completion.rejections:
+            self._count(db, completion.rejections)
         return True
 
     def _insert_fetch(
@@ -594,7 +677,10 @@ class SqliteStore:
     def promote_due(self, now: float, limit: int = 1000) -> int:
         """Recrawl: queue up to ``limit`` URLs whose revisit is due (store/sqlite_revisit.py)."""
         with self._transaction() as db:
-            return sqlite_revisit.promote_due(db, now, limit)
+            promoted = sqlite_revisit.promote_due(db, now, limit)
+        if promoted:
+            self._revisits_possible = True
+        return promoted
 
     def next_due_at(self) -> float | None:
         return sqlite_revisit.next_due_at(self._db)

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.frontier.states import REVISITABLE, check_revisit
-from crawlspace.records import Completion, Lease
+from crawlspace.records import Completion
 
 __all__ = [
     "REVISIT_BAND",
@@ -27,7 +27,7 @@ __all__ = [
     "next_due_at",
     "pick_queued",
     "promote_due",
-    "schedule_revisit",
+    "revisit_schedule",
 ]
 
 REVISIT_BAND: Final = 1 << 40
@@ -40,7 +40,7 @@ URL_COLUMNS: Final = (
     ("content_hash", "TEXT"),  # extracted-text sha256 (else body sha256) at the last 200
 )
 
-_PAGE_COLUMNS: Final = (
+PAGE_COLUMNS: Final = (
     "id, url, version, attempts, depth, redirect_hops, etag, last_modified, source"
 )
 
@@ -57,19 +57,21 @@ def migrate(db: sqlite3.Connection) -> None:
     )
 
 
-def schedule_revisit(
-    db: sqlite3.Connection, lease: Lease, completion: Completion, now: float, policy: RevisitPolicy
-) -> None:
-    """After a terminal visit: the URL's next interval and due time. Fetched (tombstones
-    included), not_modified and failed URLs are revisited; a 200's change is judged on its text
-    hash. A tombstone or a failure waits the long ``gone_interval``."""
+def revisit_schedule(
+    completion: Completion,
+    now: float,
+    policy: RevisitPolicy,
+    *,
+    interval: float | None,
+    old_hash: str | None,
+    changefreq: str | None,
+) -> tuple[float, float, bool, str | None] | None:
+    """After a terminal visit: (next interval, next fetch time, changed, content hash), or None
+    for a URL that is never revisited. Fetched (tombstones included), not_modified and failed
+    URLs are; a 200's change is judged on its text hash. A tombstone or a failure waits the
+    long ``gone_interval``. The caller writes the columns with the completion's own UPDATE."""
     if completion.state not in REVISITABLE:
-        return
-    row = db.execute(
-        "SELECT revisit_interval, content_hash, changefreq FROM urls WHERE id = ?",
-        (lease.url_id,),
-    ).fetchone()
-    interval, old_hash, changefreq = row
+        return None
     fetch = completion.fetch
     gone = completion.reason == "gone" or completion.state == "failed"
     new_hash = None
@@ -83,12 +85,7 @@ def schedule_revisit(
         gone=gone,
         changefreq=changefreq,
     )
-    db.execute(
-        "UPDATE urls SET revisit_interval = ?, next_fetch_at = ?, due_at = NULL,"
-        " last_changed_at = CASE WHEN ? THEN ? ELSE last_changed_at END,"
-        " content_hash = COALESCE(?, content_hash) WHERE id = ?",
-        (interval, now + interval, int(changed), now, new_hash, lease.url_id),
-    )
+    return interval, now + interval, changed, new_hash
 
 
 def promote_due(db: sqlite3.Connection, now: float, limit: int) -> int:
@@ -125,6 +122,12 @@ def promote_due(db: sqlite3.Connection, now: float, limit: int) -> int:
     return sum(per_host.values())
 
 
+def any_queued_revisit(db: sqlite3.Connection) -> bool:
+    """Whether some host queue holds a revisit (the revisit band: negative priorities)."""
+    row = db.execute("SELECT 1 FROM urls WHERE state = 'queued' AND priority < 0 LIMIT 1")
+    return row.fetchone() is not None
+
+
 def next_due_at(db: sqlite3.Connection) -> float | None:
     row = db.execute(
         "SELECT MIN(next_fetch_at) FROM urls WHERE next_fetch_at IS NOT NULL"
@@ -146,12 +149,12 @@ def pick_queued(
 ) -> Row | None:
     """The host's next queued URL (the lease query's columns), revisit or new by ``share``."""
     revisit = db.execute(
-        f"SELECT {_PAGE_COLUMNS}, due_at FROM urls WHERE host_id = ? AND state = 'queued'"
+        f"SELECT {PAGE_COLUMNS}, due_at FROM urls WHERE host_id = ? AND state = 'queued'"
         " AND priority < 0 ORDER BY priority, id LIMIT 1",
         (host_id,),
     ).fetchone()
     new = db.execute(
-        f"SELECT {_PAGE_COLUMNS}, NULL FROM urls WHERE host_id = ? AND state = 'queued'"
+        f"SELECT {PAGE_COLUMNS}, NULL FROM urls WHERE host_id = ? AND state = 'queued'"
         " AND priority >= 0 ORDER BY priority, id LIMIT 1",
         (host_id,),
     ).fetchone()
