@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sqlite3
@@ -12,7 +13,7 @@ from typing import Any
 
 from crawlspace import __version__
 from crawlspace.config import build_config
-from crawlspace.errors import CrawlspaceError
+from crawlspace.errors import ConfigError, CrawlspaceError
 
 
 def _crawl_options(parser: argparse.ArgumentParser) -> None:
@@ -152,31 +153,57 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.out, quiet=args.quiet)
 
 
+def _reads_frontier(args: argparse.Namespace) -> bool:
+    """`stats` and `export` read a crawl directory, or a shared frontier with --frontier."""
+    if (args.dir is None) == (args.frontier is None):
+        raise ConfigError("give either a crawl directory or --frontier URL")
+    return args.frontier is not None
+
+
 def _cmd_stats(args: argparse.Namespace) -> int:
     from crawlspace.report import crawl_stats
     from crawlspace.runner import print_stats
+    from crawlspace.shared_report import frontier_summary, print_frontier_stats
 
-    stats = crawl_stats(args.dir)
+    if _reads_frontier(args):
+        stats = frontier_summary(args.frontier, namespace=args.namespace, buckets=args.buckets)
+        show = print_frontier_stats
+    else:
+        stats, show = crawl_stats(args.dir), print_stats
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
-        print_stats(stats)
+        show(stats)
     return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from crawlspace.export import write_export
+    from crawlspace.export import write_export, write_frontier_export
 
+    frontier = _reads_frontier(args)
     if args.format == "parquet":
+        if frontier:
+            raise ConfigError("--format parquet reads a crawl directory; use jsonl or csv")
         from crawlspace.telemetry.parquet import write_parquet
 
         write_parquet(args.dir, args.what, args.output)
         return 0
-    if args.output is not None:
-        with args.output.open("w", encoding="utf-8", newline="") as stream:
+    with (
+        args.output.open("w", encoding="utf-8", newline="")
+        if args.output is not None
+        else contextlib.nullcontext(sys.stdout)
+    ) as stream:
+        if frontier:
+            write_frontier_export(
+                args.frontier,
+                args.what,
+                args.format,
+                stream,
+                namespace=args.namespace,
+                buckets=args.buckets,
+            )
+        else:
             write_export(args.dir, args.what, args.format, stream)
-        return 0
-    write_export(args.dir, args.what, args.format, sys.stdout)
     return 0
 
 
@@ -207,27 +234,56 @@ def _cmd_seed(args: argparse.Namespace) -> int:
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     from crawlspace.runner import print_summary
-    from crawlspace.worker import run_worker
+    from crawlspace.worker import Durability, run_worker
 
     config = _config_from(args, progress=False)
+    durability = Durability(args.wait_replicas, args.wait_timeout)
     summary = run_worker(
-        config, args.out, args.frontier, namespace=args.namespace, buckets=args.buckets
+        config,
+        args.out,
+        args.frontier,
+        namespace=args.namespace,
+        buckets=args.buckets,
+        durability=durability,
     )
     if not args.quiet:
         print_summary(args.out, summary)
     return 3 if summary.error else 0
 
 
-def _frontier_options(parser: argparse.ArgumentParser) -> None:
+def _frontier_options(parser: argparse.ArgumentParser, *, reading: bool = False) -> None:
     add = parser.add_argument
     add(
         "--frontier",
-        required=True,
+        required=not reading,
         metavar="URL",
-        help="redis://HOST:PORT or redis+cluster://HOST:PORT,HOST:PORT,... (shared frontier)",
+        help="redis://HOST:PORT or redis+cluster://HOST:PORT,HOST:PORT,... (shared frontier)"
+        + (" to read instead of a crawl directory" if reading else ""),
     )
     add("--namespace", default="cs", help="key prefix of this crawl in Redis (default cs)")
-    add("--buckets", type=int, default=1024, help="host buckets; the same for every process")
+    if reading:
+        add("--buckets", type=int, help="host buckets (default: the crawl's own, read from Redis)")
+    else:
+        add("--buckets", type=int, default=1024, help="host buckets; the same for every process")
+
+
+def _durability_options(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add(
+        "--wait-replicas",
+        type=int,
+        default=0,
+        metavar="N",
+        help="before completing a page, WAIT until N replicas of each other shard that took its"
+        " links have them (Redis Cluster with replicas; default 0: off)",
+    )
+    add(
+        "--wait-timeout",
+        type=float,
+        default=0.2,
+        metavar="SECONDS",
+        help="longest WAIT per completion; past it the page completes anyway (default 0.2)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,22 +304,25 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-v", "--verbose", action="store_true")
     demo.set_defaults(func=_cmd_demo)
 
-    stats = sub.add_parser("stats", help="summarize a crawl directory")
-    stats.add_argument("dir", type=Path)
+    stats = sub.add_parser("stats", help="summarize a crawl directory or a shared frontier")
+    stats.add_argument("dir", type=Path, nargs="?", help="crawl directory (or give --frontier)")
     stats.add_argument("--json", action="store_true")
+    _frontier_options(stats, reading=True)
     stats.set_defaults(func=_cmd_stats, quiet=True, verbose=False)
 
     export = sub.add_parser("export", help="write urls, fetches or links, one record per line")
-    export.add_argument("dir", type=Path)
+    export.add_argument("dir", type=Path, nargs="?", help="crawl directory (or give --frontier)")
     export.add_argument(
         "--what",
         required=True,
         choices=["urls", "fetches", "links", "events", "hosts", "duplicates"],
+        help="with --frontier: urls, events or hosts",
     )
     export.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"])
     export.add_argument(
         "--output", type=Path, help="file to write (required for parquet; default stdout)"
     )
+    _frontier_options(export, reading=True)
     export.set_defaults(func=_cmd_export, quiet=True, verbose=False)
 
     serve = sub.add_parser("serve", help="serve a live dashboard of a crawl on 127.0.0.1")
@@ -285,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="crawl from a shared (Redis) frontier, one of many")
     worker.add_argument("--out", type=Path, required=True, help="this worker's own directory")
     _frontier_options(worker)
+    _durability_options(worker)
     _crawl_options(worker)
     worker.set_defaults(func=_cmd_worker)
     return parser

@@ -1,10 +1,11 @@
-"""`crawlspace export`: one record per line from crawl.db, as JSON Lines or CSV."""
+"""`crawlspace export`: one record per line from crawl.db (or a shared Redis frontier), as JSON
+Lines or CSV."""
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -70,12 +71,13 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
         db.close()
 
 
-def write_export(out_dir: Path | str, what: str, fmt: str, stream: TextIO) -> int:
+def write_records(records: Iterable[dict[str, Any]], fmt: str, stream: TextIO) -> int:
+    """Write ``records`` (all with the same keys) as JSON Lines or CSV; returns how many."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     count = 0
     writer: csv.DictWriter[str] | None = None
-    for record in iter_records(out_dir, what):
+    for record in records:
         if fmt == "jsonl":
             stream.write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
@@ -85,3 +87,25 @@ def write_export(out_dir: Path | str, what: str, fmt: str, stream: TextIO) -> in
             writer.writerow(record)
         count += 1
     return count
+
+
+def write_export(out_dir: Path | str, what: str, fmt: str, stream: TextIO) -> int:
+    return write_records(iter_records(out_dir, what), fmt, stream)
+
+
+def write_frontier_export(
+    url: str,
+    what: str,
+    fmt: str,
+    stream: TextIO,
+    *,
+    namespace: str = "cs",
+    buckets: int | None = None,
+) -> int:
+    """As ``write_export``, from a shared Redis frontier: ``what`` is urls, events or hosts."""
+    from crawlspace.store.redis_views import frontier_view, iter_frontier_records
+
+    if fmt not in FORMATS:  # before connecting
+        raise ConfigError(f"--format {fmt!r} with --frontier: choose one of {', '.join(FORMATS)}")
+    with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
+        return write_records(iter_frontier_records(frontier, what), fmt, stream)

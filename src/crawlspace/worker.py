@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
@@ -18,8 +19,23 @@ from crawlspace.store.redis_frontier import DEFAULT_BUCKETS, RedisFrontier, conn
 from crawlspace.store.shared import SharedStore
 
 
+@dataclass(frozen=True, slots=True)
+class Durability:
+    """Before a page completes, its links on other shards must reach ``wait_replicas`` replicas
+    (``WAIT``, at most ``wait_timeout`` s), so a failover cannot lose them (store/redis_wait.py).
+    0 replicas: off."""
+
+    wait_replicas: int = 0
+    wait_timeout: float = 0.2
+
+
 def open_frontier(
-    config: CrawlConfig, url: str, *, namespace: str = "cs", buckets: int = DEFAULT_BUCKETS
+    config: CrawlConfig,
+    url: str,
+    *,
+    namespace: str = "cs",
+    buckets: int = DEFAULT_BUCKETS,
+    durability: Durability | None = None,
 ) -> RedisFrontier:
     """Connect and take a fresh worker epoch (the fencing token of this process's leases)."""
     limits = FrontierLimits(
@@ -27,14 +43,31 @@ def open_frontier(
         config.max_pages_per_host,
         lost_lease_gap=config.min_delay,  # as the local crawl (crawl.py)
     )
-    return RedisFrontier(connect(url), limits, namespace=namespace, buckets=buckets)
+    durability = durability or Durability()
+    return RedisFrontier(
+        connect(url),
+        limits,
+        namespace=namespace,
+        buckets=buckets,
+        wait_replicas=durability.wait_replicas,
+        wait_timeout=durability.wait_timeout,
+    )
 
 
-def _crawler(config: CrawlConfig, out_dir: Path, url: str, namespace: str, buckets: int) -> Crawler:
+def _crawler(
+    config: CrawlConfig,
+    out_dir: Path,
+    url: str,
+    namespace: str,
+    buckets: int,
+    *,
+    durability: Durability | None = None,
+) -> Crawler:
     def factory(db_path: Path) -> SharedStore:
-        return SharedStore(
-            db_path, open_frontier(config, url, namespace=namespace, buckets=buckets)
+        frontier = open_frontier(
+            config, url, namespace=namespace, buckets=buckets, durability=durability
         )
+        return SharedStore(db_path, frontier)
 
     return Crawler(config, out_dir, store_factory=factory)
 
@@ -63,9 +96,10 @@ def run_worker(
     *,
     namespace: str = "cs",
     buckets: int = DEFAULT_BUCKETS,
+    durability: Durability | None = None,
 ) -> CrawlSummary:
     """Crawl from the shared frontier until no worker holds a lease and nothing is queued."""
-    crawler = _crawler(config, out_dir, url, namespace, buckets)
+    crawler = _crawler(config, out_dir, url, namespace, buckets, durability=durability)
     try:
         return crawler.run()
     finally:

@@ -107,3 +107,21 @@ def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
     ).stdout.splitlines()
     assert csv_out[0].startswith("url,final_url,status,fetched_at,duration_ms,content_type,bytes")
     assert len(csv_out) == stats["pages"] + 1
+
+
+@pytest.mark.parametrize("command", ["stats", "export", "seed", "worker"])
+def test_shared_frontier_options_are_documented(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--frontier URL", "--namespace", "--buckets"):
+        assert option in out, (command, option)
+    assert ("--wait-replicas N" in out) == (command == "worker")
+
+
+def test_stats_needs_a_directory_or_a_frontier(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats"]) == 2
+    assert "give either a crawl directory or --frontier URL" in capsys.readouterr().err

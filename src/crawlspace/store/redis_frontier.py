@@ -3,15 +3,20 @@
 Layout. Hosts are spread over ``buckets`` (crc32(host_key) % buckets, the same in every process).
 Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluster slot:
 
-    {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease ids)
+    {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease
+                               ids), wseq (replication barriers, store/redis_wait.py)
     {ns:bN}:ready       zset   host -> next_allowed_at, only hosts that can take a lease
     {ns:bN}:seen        hash   url -> url id: the exact seen set
     {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" -> expires_at
     {ns:bN}:events      stream one entry per successful completion (url id, version, lease, epoch)
-    {ns:bN}:h:<host>    hash   inflight, next, admitted, rlease (robots lease), rexp (robots expiry)
+    {ns:bN}:h:<host>    hash   inflight, next, admitted, fetched, rlease (robots lease), rexp
+                               (robots expiry), backoff, failures
     {ns:bN}:q:<host>    zset   url id -> priority (ties: id order, i.e. admission order)
     {ns:bN}:r:<host>    hash   the robots.txt record
     {ns:bN}:u:<id>      hash   url, host, depth, prio, state, version, attempts, lease, epoch, ...
+
+Crawl-wide keys, one of each: ``{ns}:buckets``, ``{ns}:epoch`` (the last worker epoch taken),
+``{ns}:seeds`` (set) and ``{ns}:counters`` (hash: ``rejected.<reason>``, ``wait.short``).
 
 Each atomic operation is one Lua script (``store/lua/``) that touches one bucket, hence one slot on
 one shard: no CROSSSLOT errors, no client-side locks. The price is that cross-bucket questions
@@ -22,7 +27,9 @@ buckets with ready hosts, sharing ``limit`` among them starting from a rotating 
 spreads over buckets and shards; within a bucket the earliest-ready hosts go first.
 
 Discovered links belong to other buckets, so ``complete`` adds them *before* the completing write:
-a crash in between re-fetches the page (at-least-once) but never loses a link.
+a crash in between re-fetches the page (at-least-once) but never loses a link. With
+``wait_replicas`` the links' other shards also pass a replication barrier first
+(store/redis_wait.py), so a failover of those shards cannot lose them either.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import robots_url
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.redis_wait import ReplicationBarrier
 
 DEFAULT_BUCKETS = 1024
 _ADD_CHUNK = 500  # candidates per add script: keeps each script call short (Redis is one thread)
@@ -55,6 +63,7 @@ _TRANSIENT: tuple[type[Exception], ...] = (
 _RERUN: tuple[type[Exception], ...] = (*_TRANSIENT, redis.exceptions.NoScriptError)
 _T = TypeVar("_T")
 _SCRIPTS = ("add", "lease", "complete", "complete_robots", "release", "expire")
+_READ_SCRIPTS = ("count_urls", "read_urls")  # for store/redis_views.py
 
 
 def connect(url: str) -> Any:
@@ -90,24 +99,28 @@ class RedisFrontier:
         epoch: int | None = None,
         events_maxlen: int = 1_000_000,
         retry_seconds: float = 30.0,
+        wait_replicas: int = 0,
+        wait_timeout: float = 0.2,
     ) -> None:
         self.limits = limits or FrontierLimits()
         if self.limits.max_in_flight_per_host < 1:
             raise ValueError("max_in_flight_per_host must be at least 1")
-        self._r = client
-        self._ns = namespace
-        self._n = buckets
+        self.client = client
+        self.namespace = namespace
+        self.buckets = buckets
         self._events_maxlen = events_maxlen
         self.retry_seconds = retry_seconds
+        # Replicas that must acknowledge a page's links on other shards before it completes.
+        self._barrier = ReplicationBarrier(client, wait_replicas, wait_timeout)
         self._retrying(self._check_layout)
         # The worker epoch: a fencing token every lease carries and every ending must match.
         if epoch is None:
-            epoch = int(self._retrying(lambda: self._r.incr(f"{namespace}:epoch")))
+            epoch = int(self._retrying(lambda: self.client.incr(f"{namespace}:epoch")))
         self.epoch = epoch
         prelude = (files("crawlspace.store") / "lua" / "_common.lua").read_text()
         self._src = {
             name: prelude + (files("crawlspace.store") / "lua" / f"{name}.lua").read_text()
-            for name in _SCRIPTS
+            for name in (*_SCRIPTS, *_READ_SCRIPTS)
         }
         self._sha: dict[str, str] = {}
         self._retrying(self._load_scripts)
@@ -115,19 +128,19 @@ class RedisFrontier:
 
     def _check_layout(self) -> None:
         """Every process must hash hosts into the same number of buckets, or hosts split."""
-        key = f"{self._ns}:buckets"
-        self._r.set(key, self._n, nx=True)
-        stored = int(self._r.get(key))
-        if stored != self._n:
-            raise ValueError(f"{key} is {stored} in Redis, this process was given {self._n}")
+        key = f"{self.namespace}:buckets"
+        self.client.set(key, self.buckets, nx=True)
+        stored = int(self.client.get(key))
+        if stored != self.buckets:
+            raise ValueError(f"{key} is {stored} in Redis, this process was given {self.buckets}")
 
     # -- keys and scripts ---------------------------------------------------------------------
 
     def bucket(self, host_key: str) -> int:
-        return zlib.crc32(host_key.encode()) % self._n
+        return zlib.crc32(host_key.encode()) % self.buckets
 
-    def _prefix(self, bucket: int) -> str:
-        return f"{{{self._ns}:b{bucket}}}:"
+    def key_prefix(self, bucket: int) -> str:
+        return f"{{{self.namespace}:b{bucket}}}:"
 
     def _retrying(self, call: Callable[[], _T]) -> _T:
         """Ride out a failover or a restart: retry while the deadline allows, then raise.
@@ -151,19 +164,19 @@ class RedisFrontier:
                 delay = min(delay * 2, 1.0)
 
     def _load_scripts(self) -> None:
-        self._sha = {name: self._r.script_load(src) for name, src in self._src.items()}
+        self._sha = {name: self.client.script_load(src) for name, src in self._src.items()}
 
     def _run(self, name: str, bucket: int, *args: object) -> Any:
-        prefix = self._prefix(bucket)
+        prefix = self.key_prefix(bucket)
         return self._retrying(
-            lambda: self._r.evalsha(self._sha[name], 1, prefix + "st", prefix, *args)
+            lambda: self.client.evalsha(self._sha[name], 1, prefix + "st", prefix, *args)
         )
 
-    def _run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
+    def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
         """One pipelined round trip per shard; a call that failed is rerun on its own."""
-        pipe = self._r.pipeline(transaction=False)
+        pipe = self.client.pipeline(transaction=False)
         for bucket, args in calls:
-            prefix = self._prefix(bucket)
+            prefix = self.key_prefix(bucket)
             # execute_command: redis-py's cluster pipeline blocks .evalsha() but routes EVALSHA
             # by its one key like any keyed command.
             pipe.execute_command("EVALSHA", self._sha[name], 1, prefix + "st", prefix, *args)
@@ -178,19 +191,19 @@ class RedisFrontier:
                 raise result
         return results
 
-    def _scan(self, key: str, command: Callable[[Any, str], object]) -> list[Any]:
+    def per_bucket(self, key: str, command: Callable[[Any, str], object]) -> list[Any]:
         """Run ``command(pipe, key)`` on one key of every bucket, pipelined (per shard)."""
 
         def scan() -> list[Any]:
-            pipe = self._r.pipeline(transaction=False)
-            for bucket in range(self._n):
-                command(pipe, self._prefix(bucket) + key)
+            pipe = self.client.pipeline(transaction=False)
+            for bucket in range(self.buckets):
+                command(pipe, self.key_prefix(bucket) + key)
             return list(pipe.execute())
 
         return self._retrying(scan)
 
     def _sum_counter(self, field: str) -> int:
-        return sum(int(v or 0) for v in self._scan("st", lambda p, k: p.hget(k, field)))
+        return sum(int(v or 0) for v in self.per_bucket("st", lambda p, k: p.hget(k, field)))
 
     # -- the Frontier protocol -----------------------------------------------------------------
 
@@ -209,22 +222,22 @@ class RedisFrontier:
             )
         seeds = [cand.url for cand in candidates if cand.source == "seed"]
         if seeds:  # the scope of every worker starts from the seeds (discovery/scope.py)
-            self._r.sadd(f"{self._ns}:seeds", *seeds)
+            self.client.sadd(f"{self.namespace}:seeds", *seeds)
         cap = self.limits.max_pages_per_host
         head = (_num(now), -1 if cap is None else cap, self.limits.max_in_flight_per_host)
         calls: list[tuple[int, Sequence[object]]] = []
         for bucket, fields in by_bucket.items():
             step = 6 * _ADD_CHUNK
             for i in range(0, len(fields), step):
-                calls.append((bucket, (*head, bucket, self._n, *fields[i : i + step])))
+                calls.append((bucket, (*head, bucket, self.buckets, *fields[i : i + step])))
         added = seen = rejected = 0
-        for a, s, r in self._run_many("add", calls):
+        for a, s, r in self.run_many("add", calls):
             added, seen, rejected = added + int(a), seen + int(s), rejected + int(r)
         return AddResult(added, seen, {"budget_host": rejected} if rejected else {})
 
     def _ready_counts(self, now: float) -> list[int]:
         at = _num(now)
-        return [int(c) for c in self._scan("ready", lambda p, k: p.zcount(k, "-inf", at))]
+        return [int(c) for c in self.per_bucket("ready", lambda p, k: p.zcount(k, "-inf", at))]
 
     def ready_hosts(self, now: float) -> int:
         return sum(self._ready_counts(now))
@@ -237,10 +250,10 @@ class RedisFrontier:
         remaining = limit
         expires_at = now + lease_seconds
         head = (_num(expires_at), self.epoch, self.limits.max_in_flight_per_host)
-        for step in range(self._n):
+        for step in range(self.buckets):
             if remaining <= 0:
                 break
-            bucket = (self._cursor + step) % self._n
+            bucket = (self._cursor + step) % self.buckets
             if counts[bucket] > 0:
                 # One lease per ready host in a pass; a host with spare tokens waits its turn.
                 take = min(counts[bucket], remaining)
@@ -248,9 +261,9 @@ class RedisFrontier:
                 remaining -= take
         if not calls:
             return []
-        self._cursor = (calls[-1][0] + 1) % self._n
+        self._cursor = (calls[-1][0] + 1) % self.buckets
         leases: list[Lease] = []
-        for fields in self._run_many("lease", calls):
+        for fields in self.run_many("lease", calls):
             for i in range(0, len(fields), _LEASE_FIELDS):
                 leases.append(self._lease(fields[i : i + _LEASE_FIELDS], expires_at))
         return leases
@@ -288,6 +301,8 @@ class RedisFrontier:
             result = self.add(completion.discovered, now)
             for name, n in result.rejected.items():
                 completion.rejections[name] = completion.rejections.get(name, 0) + n
+            if self._barrier.replicas > 0:
+                self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
         nxt = completion.next_allowed_at
         done = int(
             self._run(
@@ -313,6 +328,14 @@ class RedisFrontier:
         if done < 0:
             raise IllegalTransition("leased", completion.state)
         return done == 1
+
+    def _replicate(self, host_key: str, link_hosts: set[str]) -> None:
+        """WAIT on the links' other shards; a shortfall is counted, never fatal (redis_wait)."""
+        parent = f"{self.key_prefix(self.bucket(host_key))}st"
+        keys = {f"{self.key_prefix(self.bucket(h))}st" for h in link_hosts}
+        if not self._barrier.wait(keys, parent):
+            key = f"{self.namespace}:counters"
+            self._retrying(lambda: self.client.hincrby(key, "wait.short", 1))
 
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
         if lease.kind is not LeaseKind.ROBOTS:
@@ -360,23 +383,23 @@ class RedisFrontier:
     def _expire(self, cutoff: str, now: float) -> int:
         hold = _num(now + self.limits.lost_lease_gap)
         args = (cutoff, self.limits.max_in_flight_per_host, hold)
-        calls = [(b, args) for b in range(self._n)]
-        return sum(int(n) for n in self._run_many("expire", calls))
+        calls = [(b, args) for b in range(self.buckets)]
+        return sum(int(n) for n in self.run_many("expire", calls))
 
     def next_ready_at(self) -> float | None:
-        firsts = self._scan("ready", lambda p, k: p.zrange(k, 0, 0, withscores=True))
+        firsts = self.per_bucket("ready", lambda p, k: p.zrange(k, 0, 0, withscores=True))
         return min((float(first[0][1]) for first in firsts if first), default=None)
 
     def earliest_lease_expiry(self) -> float | None:
-        firsts = self._scan("leases", lambda p, k: p.zrange(k, 0, 0, withscores=True))
+        firsts = self.per_bucket("leases", lambda p, k: p.zrange(k, 0, 0, withscores=True))
         return min((float(first[0][1]) for first in firsts if first), default=None)
 
     def in_flight(self) -> int:
         return self._sum_counter("inflight")
 
     def robots(self, host_key: str) -> RobotsRecord | None:
-        key = f"{self._prefix(self.bucket(host_key))}r:{host_key}"
-        f = self._r.hgetall(key)
+        key = f"{self.key_prefix(self.bucket(host_key))}r:{host_key}"
+        f = self.client.hgetall(key)
         if not f:
             return None
         # The body travels base64-encoded: the client decodes replies as text, bodies are bytes.
@@ -396,7 +419,7 @@ class RedisFrontier:
     def count_rejections(self, rejections: dict[str, int]) -> None:
         for name, n in rejections.items():
             if n:
-                self._r.hincrby(f"{self._ns}:counters", f"rejected.{name}", n)
+                self.client.hincrby(f"{self.namespace}:counters", f"rejected.{name}", n)
 
     def queued(self) -> int:
         return self._sum_counter("queued")
@@ -405,22 +428,22 @@ class RedisFrontier:
         return self._sum_counter("fetched")
 
     def seed_urls(self) -> list[str]:
-        return sorted(self._r.smembers(f"{self._ns}:seeds"))
+        return sorted(self.client.smembers(f"{self.namespace}:seeds"))
 
     def url_state(self, url: str, host_key: str) -> tuple[str, str | None] | None:
-        prefix = self._prefix(self.bucket(host_key))
-        url_id = self._r.hget(prefix + "seen", url)
+        prefix = self.key_prefix(self.bucket(host_key))
+        url_id = self.client.hget(prefix + "seen", url)
         if url_id is None:
             return None
-        state, reason = self._r.hmget(f"{prefix}u:{url_id}", "state", "reason")
+        state, reason = self.client.hmget(f"{prefix}u:{url_id}", "state", "reason")
         return str(state), reason or None
 
     def completion_events(self) -> list[dict[str, str]]:
         """Every completion event of every bucket (for audits and tests; O(events))."""
         events: list[dict[str, str]] = []
-        for bucket in range(self._n):
-            events.extend(f for _, f in self._r.xrange(self._prefix(bucket) + "events"))
+        for bucket in range(self.buckets):
+            events.extend(f for _, f in self.client.xrange(self.key_prefix(bucket) + "events"))
         return events
 
     def close(self) -> None:
-        self._r.close()
+        self.client.close()

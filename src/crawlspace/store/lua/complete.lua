@@ -29,7 +29,10 @@ move_clock(host, ARGV[8])
 resched(host, max_in_flight)
 if state ~= 'queued' then
   -- A retried attempt is not an event: the visit's one terminal completion is (as in SQLite).
-  if ARGV[12] == '1' then redis.call('HINCRBY', ST, 'fetched', 1) end
+  if ARGV[12] == '1' then
+    redis.call('HINCRBY', ST, 'fetched', 1)
+    redis.call('HINCRBY', hkey(host), 'fetched', 1)  -- per host, for stats and export
+  end
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
 end

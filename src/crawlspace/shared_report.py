@@ -1,0 +1,50 @@
+"""`crawlspace stats --frontier`: the figures of a shared Redis frontier, as a table or a dict.
+
+The per-worker figures (fetch statuses, bytes, duplicates, WARC files) stay in each worker's own
+directory: `crawlspace stats DIR`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def frontier_summary(
+    url: str, *, namespace: str = "cs", buckets: int | None = None
+) -> dict[str, Any]:
+    """``store.redis_views.frontier_stats`` of the crawl at ``url``, opened for reading only."""
+    from crawlspace.store.redis_views import frontier_stats, frontier_view
+
+    with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
+        return frontier_stats(frontier)
+
+
+def _pairs(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "-"
+
+
+def print_frontier_stats(stats: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"shared frontier {stats['namespace']!r}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("URLs known", f"{stats['urls']:,} ({stats['queued']:,} queued)")
+    table.add_row("in flight", f"{stats['in_flight']:,}")
+    table.add_row("pages fetched", f"{stats['fetched']:,}")
+    table.add_row(
+        "hosts (crawled / ready / known)",
+        f"{stats['hosts_crawled']:,} / {stats['hosts_ready']:,} / {stats['hosts']:,}",
+    )
+    table.add_row("URL states", _pairs(stats["states"]))
+    table.add_row("excluded/failed", _pairs(stats["reasons"]))
+    table.add_row("links rejected", _pairs(stats["rejections"]))
+    table.add_row("robots.txt", _pairs(stats["robots"]))
+    table.add_row("completion events", f"{stats['events']:,}")
+    table.add_row("seeds / worker epochs", f"{stats['seeds']:,} / {stats['epochs']:,}")
+    table.add_row("buckets", f"{stats['buckets']:,}")
+    if stats["wait_short"]:
+        table.add_row("replication not confirmed", f"{stats['wait_short']:,} completions")
+    console.print(table)

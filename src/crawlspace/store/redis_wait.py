@@ -1,0 +1,108 @@
+"""A replication barrier for the Redis Cluster frontier: ``WAIT`` on the shards that took links.
+
+A page's discovered links are added to their own buckets, usually on other shards, *before* the
+page's completing write on its own shard (store/redis_frontier.py). Replication is asynchronous,
+so without a barrier a failover of a link's shard could lose an acknowledged ``add`` while the
+parent's completion survives on its own shard: the link would be lost for good. ``WAIT
+numreplicas timeout`` blocks until replicas acknowledged every write made *on that connection*
+before it (https://redis.io/commands/wait/), so each shard gets a small write followed by
+``WAIT`` on the same connection (one pipeline): the write moves the connection's replication
+offset past every earlier write of that master by any client, since a master's replication stream
+is one ordered log, and so past the links whichever connection added them.
+
+The parent's own shard needs no barrier: its completion is written after the links there, and a
+replica that has the completion has everything its master wrote before. A single Redis (no
+cluster) keeps everything on one master, so it never needs one either.
+
+Each master is asked for at most ``min(replicas, its connected replicas)`` acknowledgements; its
+replicas are counted with ``ROLE`` every few seconds rather than taken from the client's slot map,
+which learns about a replica only when it reloads the topology. A master with no replica (one
+just promoted by a failover, say) gets no WAIT: it would only sit out its timeout.
+
+Best effort by design: replicas that do not acknowledge within the timeout (lagging, down, or a
+failover under way) delay the completion by at most that long and are reported as a shortfall;
+the completion then proceeds (the frontier counts it as ``wait.short``), so a bad replica slows
+the crawl down but never stops it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import redis
+from redis.cluster import RedisCluster
+
+log = logging.getLogger(__name__)
+
+# The field the barrier increments in a bucket's stats hash: any write would do.
+BARRIER_FIELD = "wseq"
+_ROLE_TTL = 5.0  # seconds a master's count of connected replicas is trusted
+_ERRORS = (redis.exceptions.RedisError, redis.exceptions.RedisClusterException)
+
+
+class ReplicationBarrier:
+    """WAIT for ``replicas`` acknowledgements (``timeout`` s at most) on the masters of keys."""
+
+    def __init__(self, client: Any, replicas: int, timeout: float) -> None:
+        self.client = client
+        self.replicas = replicas
+        self.timeout_ms = max(1, round(timeout * 1000))
+        self._connected: dict[str, tuple[int, float]] = {}  # node name -> (replicas, asked at)
+
+    def wait(self, keys: Iterable[str], parent_key: str) -> bool:
+        """WAIT on the masters of ``keys`` other than ``parent_key``'s: True if all confirmed."""
+        if not isinstance(self.client, RedisCluster) or self.replicas <= 0:
+            return True  # one master holds the parent too: its completion comes after the links
+        try:
+            short = self._wait(self._targets(keys, parent_key))
+        except _ERRORS as exc:
+            log.warning("replication barrier failed (%s); completing without it", exc)
+            return False
+        if short:
+            log.warning("%d shard(s) did not confirm the replication of new links in time", short)
+        return short == 0
+
+    def _targets(self, keys: Iterable[str], parent_key: str) -> list[tuple[Any, str, int]]:
+        """(master, one of its keys, acknowledgements to ask for) per master but the parent's."""
+        node_of: Callable[[str], Any] = self.client.get_node_from_key  # the client's slot map
+        parent = node_of(parent_key).name
+        targets: dict[str, tuple[Any, str, int]] = {}
+        for key in keys:
+            node = node_of(key)
+            if node.name == parent or node.name in targets:
+                continue
+            wanted = min(self.replicas, self._replicas_of(node))
+            if wanted > 0:
+                targets[node.name] = (node, key, wanted)
+        return list(targets.values())
+
+    def _replicas_of(self, node: Any) -> int:
+        count, asked = self._connected.get(node.name, (0, -_ROLE_TTL))
+        now = time.monotonic()
+        if now - asked >= _ROLE_TTL:
+            # ROLE on a master: ["master", offset, [[host, port, offset], ...]].
+            role = self.client.get_redis_connection(node).execute_command("ROLE")
+            count = len(role[2]) if role[0] == "master" else 0
+            self._connected[node.name] = (count, now)
+        return count
+
+    def _wait(self, targets: list[tuple[Any, str, int]]) -> int:
+        """One pipeline: per master a small write, then WAIT on the same connection (so one
+        round trip per shard); returns how many masters fell short."""
+        if not targets:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for node, key, wanted in targets:
+            pipe.hincrby(key, BARRIER_FIELD, 1)
+            # WAIT has no key: target_nodes sends it to the key's master, on the same connection.
+            pipe.execute_command("WAIT", wanted, self.timeout_ms, target_nodes=node)
+        acks = pipe.execute(raise_on_error=False)[1::2]
+        # An error reply (the node is no longer a master, say) counts as short too.
+        return sum(
+            1
+            for ack, (_, _, wanted) in zip(acks, targets, strict=True)
+            if not isinstance(ack, int) or ack < wanted
+        )

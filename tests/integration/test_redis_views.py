@@ -1,0 +1,439 @@
+"""`stats --frontier` and `export --frontier` against the truth of a real crawl; the WAIT barrier.
+
+Two `crawlspace worker` processes crawl a small loopback web through a single Redis and through
+a 3-master Redis Cluster with one replica per master (a scan that read replicas as well as
+masters would count every key twice; one that read a single master would miss two thirds).
+The views must agree with the web server's request log: the same URLs, one fetch each, one
+completion event per (url, version), the same hosts.
+
+The barrier test completes pages by hand on the cluster and reads each master's own command
+statistics: `WAIT` goes to the shards that took the links, never to the parent's own shard,
+and a replica stopped with SIGSTOP makes the completion wait out its timeout and be counted.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from crawlspace.cli import main
+from crawlspace.demo.webfarm import Site, WebFarm, html_site
+from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.store.redis_frontier import RedisFrontier, connect
+from crawlspace.store.redis_views import count_urls, iter_frontier_records
+from tests.redis_servers import RedisDeployment, start_cluster, start_single, wait_cluster_ok
+from tests.webs import linked_pages
+
+BUCKETS = 64
+PAGES = 8
+SITES = ("a", "b", "c", "r")
+ROBOTS = "User-agent: *\nDisallow: /p3.html\n"
+CONFIG = """
+[crawl]
+allow_nets = ["127.0.0.0/8"]
+min_delay = 0.05
+delay_factor = 2.0
+concurrency = 4
+scope = "any"
+total_timeout = 5.0
+lease_grace = 2.0
+"""
+
+
+def build_sites(ports: Mapping[str, int]) -> dict[str, Site]:
+    """Each site links to the next one's page 2, so a page's links span hosts (and shards)."""
+    sites: dict[str, Site] = {}
+    for i, name in enumerate(SITES):
+        nxt = SITES[(i + 1) % len(SITES)]
+        pages = linked_pages(PAGES)
+        pages["/p1.html"] += f'<a href="http://127.0.0.1:{ports[nxt]}/p2.html">next site</a>'
+        if name == "r":
+            pages["/p1.html"] += '<a href="/missing.html">gone</a>'
+        sites[name] = html_site(name, pages, robots=ROBOTS if name == "r" else None)
+    return sites
+
+
+@dataclass
+class Crawled:
+    """A finished shared crawl and the truth from the server's log."""
+
+    deployment: RedisDeployment
+    namespace: str
+    fetched: Counter[str]  # page URL -> requests (robots.txt left out)
+    hosts: dict[str, str]  # site name -> host key
+    disallowed: str
+    wait_calls: dict[int, int]  # master port -> WAIT commands it ran during the crawl
+
+    @property
+    def frontier(self) -> list[str]:
+        return ["--frontier", self.deployment.url, "--namespace", self.namespace]
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "crawlspace.cli", *args]
+
+
+def masters(deployment: RedisDeployment) -> list[int]:
+    ports = []
+    for node in deployment.nodes:
+        with redis.Redis(port=node.port, decode_responses=True) as r:
+            if r.info("replication")["role"] == "master":
+                ports.append(node.port)
+    return ports
+
+
+def wait_calls(deployment: RedisDeployment) -> dict[int, int]:
+    calls = {}
+    for port in masters(deployment):
+        with redis.Redis(port=port, decode_responses=True) as r:
+            calls[port] = int(r.info("commandstats").get("cmdstat_wait", {}).get("calls", 0))
+    return calls
+
+
+@pytest.fixture(scope="module")
+def deployments(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, RedisDeployment]]:
+    single = start_single(tmp_path_factory.mktemp("redis"))
+    try:
+        cluster = start_cluster(tmp_path_factory.mktemp("cluster"), masters=3, replicas=1)
+    except BaseException:
+        single.stop()
+        raise
+    yield {"single": single, "cluster": cluster}
+    cluster.stop()
+    single.stop()
+
+
+@pytest.fixture(scope="module", params=["single", "cluster"])
+def crawled(
+    request: pytest.FixtureRequest,
+    deployments: dict[str, RedisDeployment],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Crawled:
+    deployment = deployments[request.param]
+    namespace = f"views-{request.param}"
+    tmp = tmp_path_factory.mktemp(f"views-{request.param}")
+    config = tmp / "crawl.toml"
+    config.write_text(CONFIG)
+    common = ["--frontier", deployment.url, "--namespace", namespace, "--buckets", str(BUCKETS)]
+    common += ["--config", str(config), "-q"]
+    durability = ["--wait-replicas", "1", "--wait-timeout", "2"]
+    before = wait_calls(deployment)
+    with WebFarm.deferred(SITES, build_sites) as farm:
+        seeds = [farm.url(name, "/") for name in SITES]
+        subprocess.run(cli("seed", *common, *seeds), check=True, timeout=60)
+        workers = [
+            subprocess.Popen(
+                cli("worker", *common, "--out", str(tmp / f"w{i}"), *durability),
+                stdout=subprocess.DEVNULL,
+            )
+            for i in range(2)
+        ]
+        try:
+            for proc in workers:
+                assert proc.wait(timeout=120) == 0
+        finally:
+            for proc in workers:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(timeout=10)
+        assert farm.wait_idle()
+        fetched = Counter(
+            farm.url(r.site, r.path_qs) for r in farm.requests if r.path_qs != "/robots.txt"
+        )
+        hosts = {name: farm.host_key(name) for name in SITES}
+        disallowed = farm.url("r", "/p3.html")
+    after = wait_calls(deployment)
+    calls = {port: after[port] - before.get(port, 0) for port in after}
+    return Crawled(deployment, namespace, fetched, hosts, disallowed, calls)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    capsys.readouterr()
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def export(capsys: pytest.CaptureFixture[str], crawled: Crawled, what: str) -> list[dict[str, Any]]:
+    out = run_cli(capsys, "export", *crawled.frontier, "--what", what)
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_stats_match_the_server_log(crawled: Crawled, capsys: pytest.CaptureFixture[str]) -> None:
+    assert crawled.fetched, "the crawl fetched nothing"
+    assert max(crawled.fetched.values()) == 1, "a page was fetched twice in a clean crawl"
+    assert crawled.disallowed not in crawled.fetched
+    stats = json.loads(run_cli(capsys, "stats", *crawled.frontier, "--json"))
+    pages = len(crawled.fetched)
+    assert stats["fetched"] == pages
+    assert stats["urls"] == pages + 1  # + the URL robots.txt disallows
+    assert stats["states"] == {"excluded": 1, "fetched": pages}
+    assert stats["reasons"] == {"excluded:robots": 1}
+    assert stats["events"] == stats["urls"]
+    assert (stats["queued"], stats["in_flight"], stats["hosts_ready"]) == (0, 0, 0)
+    assert stats["hosts"] == stats["hosts_crawled"] == len(SITES)
+    assert stats["robots"] == {"allow_all": len(SITES) - 1, "rules": 1}
+    assert stats["seeds"] == len(SITES)
+    assert stats["epochs"] == 3  # the seed command and two workers
+    assert (stats["buckets"], stats["wait_short"]) == (BUCKETS, 0)
+    table = run_cli(capsys, "stats", *crawled.frontier)
+    assert "shared frontier" in table
+    assert f"{stats['urls']} (0 queued)" in table
+
+
+def test_export_urls_events_and_hosts(
+    crawled: Crawled, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    urls = export(capsys, crawled, "urls")
+    by_url = {u["url"]: u for u in urls}
+    assert len(by_url) == len(urls), "a URL was exported twice"
+    assert {u for u, rec in by_url.items() if rec["state"] == "fetched"} == set(crawled.fetched)
+    assert by_url[crawled.disallowed]["state"] == "excluded"
+    assert by_url[crawled.disallowed]["reason"] == "robots"
+    assert by_url[crawled.fetched.most_common(1)[0][0]]["version"] == 1
+    assert all(u["lease"] is None and u["attempts"] <= 1 for u in urls)
+
+    events = export(capsys, crawled, "events")
+    assert Counter((e["url"], e["version"]) for e in events).most_common(1)[0][1] == 1
+    assert {e["url"] for e in events} == set(by_url)
+    assert all(e["url_id"] == by_url[e["url"]]["url_id"] for e in events)
+    assert all(e["state"] == by_url[e["url"]]["state"] for e in events)
+
+    host_list = export(capsys, crawled, "hosts")
+    hosts = {h["host_key"]: h for h in host_list}
+    assert len(hosts) == len(host_list), "a host was exported twice"
+    assert set(hosts) == set(crawled.hosts.values())
+    per_host = Counter(url.split("/", 3)[2] for url in crawled.fetched)
+    for host_key, host in hosts.items():
+        assert host["fetched"] == per_host[host_key.split("/", 3)[2]], host_key
+        assert (host["queued"], host["in_flight"]) == (0, 0)
+    robots = hosts[crawled.hosts["r"]]
+    assert (robots["robots_status"], robots["robots_outcome"]) == (200, "rules")
+    assert robots["robots_sha256"] == hashlib.sha256(ROBOTS.encode()).hexdigest()
+    assert hosts[crawled.hosts["a"]]["robots_status"] == 404
+
+    out = tmp_path / "urls.csv"
+    command = ["export", *crawled.frontier, "--what", "urls", "--format", "csv", "--output"]
+    assert main([*command, str(out)]) == 0
+    with out.open(newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    assert len(rows) == len(urls)
+    assert list(rows[0]) == list(urls[0])
+    assert {r["url"] for r in rows} == set(by_url)
+
+
+def test_workers_wait_for_replicas_only_across_cluster_shards(crawled: Crawled) -> None:
+    """Page 1 of each site links to the next site: the workers (run with --wait-replicas 1) sent
+    WAIT to exactly the masters that took a link from a page on another master, and never to a
+    single Redis (one shard, no replicas)."""
+    expected: set[int] = set()
+    if crawled.deployment.cluster:
+        frontier = RedisFrontier(
+            connect(crawled.deployment.url), namespace=crawled.namespace, buckets=BUCKETS, epoch=0
+        )
+        try:
+            port = {name: master_of(frontier, host) for name, host in crawled.hosts.items()}
+        finally:
+            frontier.close()
+        for i, name in enumerate(SITES):
+            nxt = SITES[(i + 1) % len(SITES)]
+            if port[name] != port[nxt]:
+                expected.add(port[nxt])
+    assert {port for port, n in crawled.wait_calls.items() if n} == expected
+
+
+def master_of(frontier: RedisFrontier, host_key: str) -> int:
+    """The port of the master that holds ``host_key``'s bucket."""
+    key = frontier.key_prefix(frontier.bucket(host_key)) + "st"
+    return int(frontier.client.get_node_from_key(key).port)
+
+
+@pytest.mark.parametrize("kind", ["single", "cluster"])
+def test_large_buckets_are_read_page_by_page(
+    kind: str, deployments: dict[str, RedisDeployment]
+) -> None:
+    """3,000 URLs in 2 buckets: each seen set is a real hash table, which HSCAN returns a page at
+    a time, so the views must follow every cursor to its end and count each URL once."""
+    url = deployments[kind].url
+    namespace, total = f"paged-{kind}", 3000
+    frontier = RedisFrontier(connect(url), namespace=namespace, buckets=2, epoch=0)
+    try:
+        hosts = [f"http://h{i}.test" for i in range(30)]
+        found = [UrlCandidate(f"{hosts[i % 30]}/{i}", hosts[i % 30], 0) for i in range(total)]
+        assert frontier.add(found, 1.0).added == total
+        lease = frontier.lease(1.0, 1, 60.0)[0]  # a robots.txt lease: no URL changes state
+        assert lease.kind is LeaseKind.ROBOTS
+        assert count_urls(frontier) == {"queued": total}
+        urls = [u["url"] for u in iter_frontier_records(frontier, "urls")]
+        assert sorted(urls) == sorted(c.url for c in found)
+        assert {h["host_key"] for h in iter_frontier_records(frontier, "hosts")} == set(hosts)
+    finally:
+        frontier.close()
+
+
+# -- errors: each names what was wrong ----------------------------------------------------------
+
+
+@contextmanager
+def socket_bound() -> Iterator[int]:
+    """A loopback port that refuses connections: bound, never listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["stats"], "give either a crawl directory or --frontier URL"),
+        (["stats", "somedir", "--frontier", "{url}"], "give either a crawl directory"),
+        (["stats", "--frontier", "{url}", "--namespace", "nosuch"], "holds no crawl in namespace"),
+        (
+            ["stats", "--frontier", "{url}", "--namespace", "errors", "--buckets", "7"],
+            "uses 64",
+        ),
+        (
+            ["export", "--frontier", "{url}", "--namespace", "errors", "--what", "fetches"],
+            "each worker's own DIR/crawl.db",
+        ),
+        (
+            ["export", "--frontier", "{url}", "--what", "urls", "--format", "parquet"],
+            "use jsonl or csv",
+        ),
+        (["stats", "--frontier", "http://127.0.0.1:1/"], "starts with redis://"),
+        (["stats", "--frontier", "redis://127.0.0.1:{dead}/0"], "cannot read the frontier at"),
+    ],
+)
+def test_view_errors_are_clear(
+    args: list[str],
+    message: str,
+    deployments: dict[str, RedisDeployment],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = deployments["single"].url
+    RedisFrontier(connect(url), namespace="errors", buckets=BUCKETS, epoch=0).close()
+    with socket_bound() as dead:
+        argv = [a.format(url=url, dead=dead) for a in args]
+        capsys.readouterr()
+        assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+# -- the replication barrier, driven by hand on the cluster -------------------------------------
+
+
+def host_on(frontier: RedisFrontier, port: int, tag: str) -> str:
+    """A host key whose bucket lives on the master at ``port``."""
+    for i in range(1000):
+        host = f"http://{tag}{i}.test"
+        if master_of(frontier, host) == port:
+            return host
+    raise AssertionError(f"no host of {BUCKETS} buckets maps to the master on port {port}")
+
+
+def page_lease(frontier: RedisFrontier, url: str, host: str, now: float) -> Any:
+    """Admit ``url`` and lease it: the host's robots.txt lease is answered first if it comes,
+    other hosts' leases (earlier links, also queued) are given back."""
+    frontier.add([UrlCandidate(url, host, 0, source="seed")], now)
+    for _ in range(3):
+        page = None
+        for lease in frontier.lease(now, 100, 60.0):
+            if lease.host_key != host:
+                assert frontier.release(lease, now)
+            elif lease.kind is LeaseKind.PAGE:
+                page = lease
+            else:
+                record = RobotsRecord(host, 404, "allow_all", b"", now, now + 3600.0)
+                assert frontier.complete_robots(lease, record, now)
+        if page is not None:
+            assert page.url == url
+            return page
+    raise AssertionError(f"no page lease for {url}")
+
+
+def test_completion_waits_for_replicas_of_the_link_shards(
+    deployments: dict[str, RedisDeployment],
+) -> None:
+    cluster = deployments["cluster"]
+    frontier = RedisFrontier(
+        connect(cluster.url),
+        namespace="barrier",
+        buckets=BUCKETS,
+        wait_replicas=1,
+        wait_timeout=0.5,
+    )
+    try:
+        home, *others = masters(cluster)
+        parent = host_on(frontier, home, "parent")
+        links = [host_on(frontier, port, f"link{port}-") for port in (home, *others)]
+        now = time.time()
+
+        def complete(url: str, link_tag: str, barrier: RedisFrontier) -> None:
+            lease = page_lease(barrier, url, parent, now)
+            found = [UrlCandidate(f"{h}/{link_tag}", h, 1) for h in links]
+            assert barrier.complete(lease, Completion(state="fetched", discovered=found), now)
+
+        before = wait_calls(cluster)
+        complete(f"{parent}/one", "one", frontier)
+        after = wait_calls(cluster)
+        # One WAIT on each other master, none on the page's own master.
+        assert {p: after[p] - before[p] for p in after} == {home: 0, **dict.fromkeys(others, 1)}
+        # So the replicas of those shards hold the links once the completion returns.
+        for host in links[1:]:
+            assert replica_has(frontier, host, f"{host}/one")
+
+        # Barrier off: no WAIT at all.
+        off = RedisFrontier(frontier.client, namespace="barrier", buckets=BUCKETS, epoch=0)
+        complete(f"{parent}/two", "two", off)
+        assert wait_calls(cluster) == after
+
+        # A replica that does not answer: the completion waits out the timeout, then proceeds
+        # and is counted.
+        stopped = replica_node(cluster, frontier, links[1])
+        os.kill(stopped.proc.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            complete(f"{parent}/three", "three", frontier)
+            waited = time.monotonic() - started
+        finally:
+            os.kill(stopped.proc.pid, signal.SIGCONT)
+        assert waited >= 0.45
+        assert frontier.client.hget("barrier:counters", "wait.short") == "1"
+    finally:
+        frontier.close()
+        wait_cluster_ok(cluster)
+
+
+def replica_port(master_port: int) -> int:
+    """The port of the master's (one) connected replica, from ROLE: the master's own word."""
+    with redis.Redis(port=master_port, decode_responses=True) as r:
+        (_, port, _), *_ = r.execute_command("ROLE")[2]
+    return int(port)
+
+
+def replica_node(cluster: RedisDeployment, frontier: RedisFrontier, host: str) -> Any:
+    port = replica_port(master_of(frontier, host))
+    return next(n for n in cluster.nodes if n.port == port)
+
+
+def replica_has(frontier: RedisFrontier, host: str, url: str) -> bool:
+    """Read ``url``'s seen entry from the replica itself (READONLY: serve our slots' reads)."""
+    port = replica_port(master_of(frontier, host))
+    with redis.Redis(port=port, decode_responses=True, single_connection_client=True) as r:
+        r.execute_command("READONLY")
+        return r.hget(frontier.key_prefix(frontier.bucket(host)) + "seen", url) is not None
