@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
 
 
 def linked_pages(
-    count: int, *, others: Mapping[str, str] | None = None, prefix: str = "/p"
+    count: int, *, others: Mapping[str, Sequence[str]] | None = None, prefix: str = "/p"
 ) -> dict[str, str]:
     """``count`` pages in a chain-with-shortcuts graph, each linking to a few others.
 
