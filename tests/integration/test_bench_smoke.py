@@ -6,6 +6,7 @@ No timing asserts: shared CI runners make throughput numbers meaningless as pass
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,31 @@ def test_quick_benchmark_runs_both_crawlers_and_prints_table() -> None:
     assert "crawlspace / Scrapy" in rows
     assert "run 1/1 crawlspace:" in done.stderr
     assert "run 1/1 scrapy:" in done.stderr
+
+
+WORKERS_SCRIPT = SCRIPT.parent / "redis_workers_bench.py"
+
+
+def test_quick_redis_workers_benchmark_prints_a_row_per_worker_count() -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    done = subprocess.run(
+        [sys.executable, str(WORKERS_SCRIPT), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,  # 15-30 s on the loaded 2-core dev VM: 2 runs, 3 worker processes in all
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "| workers | runs | pages (median) | pages/s | scaling vs 1 |" in out
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in out.splitlines()
+        if line.startswith("| ") and not line.startswith("| workers")
+    ]
+    assert [row[0] for row in rows] == ["1", "2"]
+    for row in rows:
+        assert int(row[2].replace(",", "")) > 0, row  # pages fetched through the shared frontier
+    assert rows[0][4] == "1.00x"
+    assert "run 1/1 2 worker(s):" in done.stderr

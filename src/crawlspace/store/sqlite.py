@@ -7,10 +7,8 @@ only a power loss can roll back the last transactions (then at-least-once fetchi
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import sqlite3
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,8 +26,15 @@ from crawlspace.records import (
     RobotsRecord,
     UrlCandidate,
 )
-from crawlspace.robots.policy import robots_url
-from crawlspace.store import sqlite_dedup, sqlite_priority, sqlite_revisit, sqlite_traps
+from crawlspace.store import (
+    sqlite_dedup,
+    sqlite_enqueue,
+    sqlite_lease,
+    sqlite_priority,
+    sqlite_revisit,
+    sqlite_rows,
+    sqlite_traps,
+)
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
 
@@ -38,11 +43,6 @@ _FINISH_URL = (
     "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
     " updated_at = ?, etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified)"
 )
-
-
-def event_id(url: str, version: int) -> str:
-    """A completion event's id: the same URL and version always give the same id, in any store."""
-    return f"{hashlib.sha256(url.encode()).hexdigest()[:20]}-v{version}"
 
 
 class SqliteStore:
@@ -148,93 +148,14 @@ class SqliteStore:
     def _add(
         self, db: sqlite3.Connection, candidates: Sequence[UrlCandidate], now: float
     ) -> AddResult:
-        added = seen = 0
-        rejected: Counter[str] = Counter()
-        per_host_limit = self.limits.max_pages_per_host
-        admitted: dict[int, int] = {}
-        seen_filter, maybe_seen = self.seen_filter, set[str]()
-        if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite_dedup.py)
-            added, candidates, maybe_seen = sqlite_dedup.add_fresh(
-                db, seen_filter, candidates, now, self._host_id, fast=per_host_limit is None
-            )
-        for cand in candidates:
-            host_id = self._host_id(db, cand.host_key)
-            if per_host_limit is not None:
-                if host_id not in admitted:
-                    admitted[host_id] = int(
-                        db.execute(
-                            "SELECT admitted FROM hosts WHERE id = ?", (host_id,)
-                        ).fetchone()[0]
-                    )
-                if admitted[host_id] >= per_host_limit:
-                    cur = db.execute(
-                        "INSERT OR IGNORE INTO urls (url, host_id, depth, priority, state, reason,"
-                        " redirect_hops, source, discovered_at, updated_at)"
-                        " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?)",
-                        (
-                            cand.url,
-                            host_id,
-                            cand.depth,
-                            cand.priority,
-                            cand.redirect_hops,
-                            cand.source,
-                            now,
-                            now,
-                        ),
-                    )
-                    if cur.rowcount:
-                        rejected["budget_host"] += 1
-                    else:
-                        seen += 1
-                    continue
-            # A URL first met beyond the depth limit is admitted when a shallower path to it
-            # appears; every other existing row is left alone (the seen test).
-            cur = db.execute(
-                "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-                " discovered_at, updated_at, lastmod, changefreq, sitemap_priority)"
-                " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
-                " host_id = excluded.host_id, depth = excluded.depth,"
-                " priority = excluded.priority, updated_at = excluded.updated_at"
-                " WHERE urls.state = 'excluded' AND urls.reason = 'depth'",
-                (
-                    cand.url,
-                    host_id,
-                    cand.depth,
-                    cand.priority,
-                    cand.redirect_hops,
-                    cand.source,
-                    now,
-                    now,
-                    cand.lastmod,
-                    cand.changefreq,
-                    cand.sitemap_priority,
-                ),
-            )
-            if not cur.rowcount and cand.source == "sitemap_entry":
-                # A known URL listed in a sitemap: keep the site's metadata about it.
-                db.execute(
-                    "UPDATE urls SET lastmod = COALESCE(?, lastmod),"
-                    " changefreq = COALESCE(?, changefreq),"
-                    " sitemap_priority = COALESCE(?, sitemap_priority) WHERE url = ?",
-                    (cand.lastmod, cand.changefreq, cand.sitemap_priority, cand.url),
-                )
-            if cur.rowcount:
-                added += 1
-                if seen_filter is not None and cand.url in maybe_seen:
-                    # "maybe seen" but new (or, rarely, a depth re-admission): one wasted read.
-                    seen_filter.note_false_positive()
-                if host_id in admitted:
-                    admitted[host_id] += 1
-                db.execute(
-                    "UPDATE hosts SET queued = queued + 1, admitted = admitted + 1 WHERE id = ?",
-                    (host_id,),
-                )
-            else:
-                seen += 1
-        if seen_filter is not None:
-            sqlite_dedup.bump_counters(db, seen_filter.drain_counters())
-        return AddResult(added=added, already_seen=seen, rejected=dict(rejected))
+        return sqlite_enqueue.add_candidates(
+            db,
+            candidates,
+            now,
+            host_ids=self._host_id,
+            per_host_limit=self.limits.max_pages_per_host,
+            seen_filter=self.seen_filter,
+        )
 
     def _record_excluded(
         self, db: sqlite3.Connection, excluded: Sequence[tuple[str, str]], depth: int, now: float
@@ -257,118 +178,17 @@ class SqliteStore:
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
         if limit <= 0:
             return []
-        leases: list[Lease] = []
-        expires_at = now + lease_seconds
         with self._transaction() as db:
-            # The ready hosts and, in the same statement, each one's best queued URL (the
-            # urls_queue index answers each subquery with one seek).
-            hosts = db.execute(
-                "SELECT id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures,"
-                " (SELECT u.id FROM urls u WHERE u.host_id = hosts.id AND u.state = 'queued'"
-                "  ORDER BY u.priority, u.id LIMIT 1)"
-                " FROM hosts WHERE ready_at <= ? ORDER BY ready_at LIMIT ?",
-                (now, limit),
-            ).fetchall()
-            robots_rows: list[tuple[str, float, int]] = []
-            pages: list[tuple[int, str, int, int]] = []  # host id, key, level, failures
-            head_ids: list[int] = []
-            for host_id, host_key, robots_expires_at, robots_lease_id, level, fails, head in hosts:
-                if robots_expires_at is None or robots_expires_at <= now:
-                    if robots_lease_id is not None:
-                        continue  # robots.txt is being fetched; nothing else goes first
-                    lease_id = self._new_lease_id()
-                    robots_rows.append((lease_id, expires_at, host_id))
-                    leases.append(
-                        Lease(
-                            LeaseKind.ROBOTS,
-                            lease_id,
-                            host_key,
-                            robots_url(host_key),
-                            0,
-                            0,
-                            1,
-                            0,
-                            0,
-                            expires_at,
-                        )
-                    )
-                elif head is None:  # counters and rows disagree: heal rather than spin
-                    db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
-                else:
-                    pages.append((host_id, host_key, level, fails))
-                    head_ids.append(head)
-            db.executemany(
-                "UPDATE hosts SET in_flight = in_flight + 1, robots_lease_id = ?,"
-                " robots_lease_expires_at = ? WHERE id = ?",
-                robots_rows,
+            return sqlite_lease.lease_ready(
+                db,
+                now,
+                limit,
+                now + lease_seconds,
+                new_id=self._new_lease_id,
+                revisits=(self.budgets.revisit_share, self._band_tally)
+                if self._revisits_possible
+                else None,
             )
-            if pages:
-                leases.extend(self._lease_pages(db, pages, head_ids, now, expires_at))
-        return leases
-
-    def _lease_pages(
-        self,
-        db: sqlite3.Connection,
-        pages: list[tuple[int, str, int, int]],
-        head_ids: list[int],
-        now: float,
-        expires_at: float,
-    ) -> list[Lease]:
-        if self._revisits_possible:
-            # Due revisits and new URLs: two bands of each host queue (sqlite_revisit.py).
-            rows = [
-                sqlite_revisit.pick_queued(
-                    db, host_id, now, self.budgets.revisit_share, tally=self._band_tally
-                )
-                for host_id, _, _, _ in pages
-            ]
-        else:  # no revisit was ever queued: the head of each queue is the URL
-            marks = ",".join("?" * len(head_ids))
-            by_id = {
-                row[0]: row
-                for row in db.execute(
-                    f"SELECT {sqlite_revisit.PAGE_COLUMNS} FROM urls WHERE id IN ({marks})",
-                    head_ids,
-                )
-            }
-            rows = [by_id.get(head) for head in head_ids]
-        leases, url_rows, host_rows = [], [], []
-        for (host_id, host_key, level, failures), row in zip(pages, rows, strict=True):
-            if row is None:
-                continue
-            url_id, url, version, attempts, depth, hops, etag, last_modified, source = row
-            lease_id = self._new_lease_id()
-            url_rows.append((lease_id, expires_at, url_id))
-            host_rows.append((host_id,))
-            leases.append(
-                Lease(
-                    LeaseKind.PAGE,
-                    lease_id,
-                    host_key,
-                    url,
-                    url_id,
-                    version,
-                    attempts + 1,
-                    depth,
-                    hops,
-                    expires_at,
-                    etag,
-                    last_modified,
-                    host_backoff=level,
-                    host_failures=failures,
-                    source=source,
-                )
-            )
-        db.executemany(
-            "UPDATE urls SET state = 'leased', lease_id = ?, lease_expires_at = ?,"
-            " attempts = attempts + 1 WHERE id = ?",
-            url_rows,
-        )
-        db.executemany(
-            "UPDATE hosts SET in_flight = in_flight + 1, queued = queued - 1 WHERE id = ?",
-            host_rows,
-        )
-        return leases
 
     def _current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None:
         row = self._current_page_row(db, lease)
@@ -483,59 +303,12 @@ class SqliteStore:
     def _insert_fetch(
         self, db: sqlite3.Connection, lease: Lease, fetch: FetchRecord, completion: Completion
     ) -> None:
-        cur = db.execute(
-            "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
-            " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
-            " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                lease.url_id,
-                lease.version,
-                fetch.url,
-                fetch.final_url,
-                fetch.status,
-                fetch.fetched_at,
-                fetch.duration_ms,
-                fetch.content_type,
-                fetch.bytes,
-                int(fetch.truncated),
-                fetch.content_sha256,
-                fetch.text_sha256,
-                int(fetch.noindex),
-                fetch.canonical,
-                fetch.warc_file,
-                fetch.warc_offset,
-                fetch.warc_length,
-                fetch.redirect_to,
-            ),
-        )
-        db.executemany(
-            "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
-            [(cur.lastrowid, link.to_url, int(link.nofollow)) for link in completion.links],
-        )
+        sqlite_rows.insert_fetch(db, lease, fetch, completion)
 
     def _emit_event(
         self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
     ) -> None:
-        fetch = completion.fetch
-        db.execute(
-            "INSERT INTO events (event_id, url, version, state, reason, status, content_sha256,"
-            " text_sha256, warc_file, warc_offset, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                event_id(lease.url, lease.version),
-                lease.url,
-                lease.version,
-                completion.state,
-                completion.reason,
-                fetch.status if fetch else None,
-                fetch.content_sha256 if fetch else None,
-                fetch.text_sha256 if fetch else None,
-                fetch.warc_file if fetch else None,
-                fetch.warc_offset if fetch else None,
-                now,
-            ),
-        )
+        sqlite_rows.emit_event(db, lease, completion, now)
 
     def release(self, lease: Lease, now: float) -> bool:
         return self._give_back(lease, now, tried=False)
@@ -626,21 +399,7 @@ class SqliteStore:
         return True
 
     def _store_robots(self, db: sqlite3.Connection, host_id: int, record: RobotsRecord) -> None:
-        db.execute(
-            "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
-            " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                host_id,
-                record.status,
-                record.outcome,
-                record.body,
-                hashlib.sha256(record.body).hexdigest(),
-                record.fetched_at,
-                record.expires_at,
-                record.attempts,
-                record.error,
-            ),
-        )
+        sqlite_rows.store_robots(db, host_id, record)
 
     def robots(self, host_key: str) -> RobotsRecord | None:
         row = self._db.execute(

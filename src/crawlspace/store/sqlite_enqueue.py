@@ -1,0 +1,116 @@
+"""Enqueue-if-new on the SQLite frontier, in the caller's transaction.
+
+Every URL is one row of ``urls`` with a UNIQUE url: that index is the exact, durable seen set. A
+Bloom filter in front (store/sqlite_dedup.py) only lets definitely-new URLs skip the upsert.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+
+from crawlspace.dedup.seen import SeenFilter
+from crawlspace.records import UrlCandidate
+from crawlspace.store import sqlite_dedup
+from crawlspace.store.base import AddResult
+from crawlspace.store.sqlite_dedup import HostIds
+
+__all__ = ["add_candidates"]
+
+
+def add_candidates(
+    db: sqlite3.Connection,
+    candidates: Sequence[UrlCandidate],
+    now: float,
+    *,
+    host_ids: HostIds,
+    per_host_limit: int | None,
+    seen_filter: SeenFilter | None,
+) -> AddResult:
+    """Enqueue-if-new: each URL not in ``urls`` becomes a queued row (the UNIQUE url is the
+    exact seen set), counted on its host; returns what was added, seen and refused."""
+    added = seen = 0
+    rejected: Counter[str] = Counter()
+    admitted: dict[int, int] = {}
+    maybe_seen: set[str] = set()
+    if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite_dedup.py)
+        added, candidates, maybe_seen = sqlite_dedup.add_fresh(
+            db, seen_filter, candidates, now, host_ids, fast=per_host_limit is None
+        )
+    for cand in candidates:
+        host_id = host_ids(db, cand.host_key)
+        if per_host_limit is not None:
+            if host_id not in admitted:
+                admitted[host_id] = int(
+                    db.execute("SELECT admitted FROM hosts WHERE id = ?", (host_id,)).fetchone()[0]
+                )
+            if admitted[host_id] >= per_host_limit:
+                cur = db.execute(
+                    "INSERT OR IGNORE INTO urls (url, host_id, depth, priority, state, reason,"
+                    " redirect_hops, source, discovered_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?)",
+                    (
+                        cand.url,
+                        host_id,
+                        cand.depth,
+                        cand.priority,
+                        cand.redirect_hops,
+                        cand.source,
+                        now,
+                        now,
+                    ),
+                )
+                if cur.rowcount:
+                    rejected["budget_host"] += 1
+                else:
+                    seen += 1
+                continue
+        # A URL first met beyond the depth limit is admitted when a shallower path to it
+        # appears; every other existing row is left alone (the seen test).
+        cur = db.execute(
+            "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
+            " discovered_at, updated_at, lastmod, changefreq, sitemap_priority)"
+            " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
+            " host_id = excluded.host_id, depth = excluded.depth,"
+            " priority = excluded.priority, updated_at = excluded.updated_at"
+            " WHERE urls.state = 'excluded' AND urls.reason = 'depth'",
+            (
+                cand.url,
+                host_id,
+                cand.depth,
+                cand.priority,
+                cand.redirect_hops,
+                cand.source,
+                now,
+                now,
+                cand.lastmod,
+                cand.changefreq,
+                cand.sitemap_priority,
+            ),
+        )
+        if not cur.rowcount and cand.source == "sitemap_entry":
+            # A known URL listed in a sitemap: keep the site's metadata about it.
+            db.execute(
+                "UPDATE urls SET lastmod = COALESCE(?, lastmod),"
+                " changefreq = COALESCE(?, changefreq),"
+                " sitemap_priority = COALESCE(?, sitemap_priority) WHERE url = ?",
+                (cand.lastmod, cand.changefreq, cand.sitemap_priority, cand.url),
+            )
+        if cur.rowcount:
+            added += 1
+            if seen_filter is not None and cand.url in maybe_seen:
+                # "maybe seen" but new (or, rarely, a depth re-admission): one wasted read.
+                seen_filter.note_false_positive()
+            if host_id in admitted:
+                admitted[host_id] += 1
+            db.execute(
+                "UPDATE hosts SET queued = queued + 1, admitted = admitted + 1 WHERE id = ?",
+                (host_id,),
+            )
+        else:
+            seen += 1
+    if seen_filter is not None:
+        sqlite_dedup.bump_counters(db, seen_filter.drain_counters())
+    return AddResult(added=added, already_seen=seen, rejected=dict(rejected))

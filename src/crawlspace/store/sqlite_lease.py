@@ -1,0 +1,154 @@
+"""Leasing from the SQLite frontier: the ready hosts, each one's next URL, and the host tokens
+taken, in the caller's ``BEGIN IMMEDIATE`` transaction (so two processes sharing the file can
+never both take one host's token).
+
+A host is ready when its generated ``ready_at`` (next-allowed time, or never while its token is
+taken or its queue is empty) has passed: the ``hosts_ready`` index is the Mercator heap of
+per-host next-allowed times. A host whose robots.txt is missing or stale is leased for that
+first; otherwise for the head of its queue (lowest priority, then first found).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from crawlspace.records import Lease, LeaseKind
+from crawlspace.robots.policy import robots_url
+from crawlspace.store import sqlite_revisit
+
+__all__ = ["lease_ready"]
+
+# (revisit_share, per-host band tally) when revisits may be queued (store/sqlite_revisit.py).
+Revisits = tuple[float, dict[int, list[int]]]
+_Host = tuple[int, str, int, int]  # id, host key, backoff level, failures
+
+
+def lease_ready(
+    db: sqlite3.Connection,
+    now: float,
+    limit: int,
+    expires_at: float,
+    *,
+    new_id: Callable[[], str],
+    revisits: Revisits | None,
+) -> list[Lease]:
+    # The ready hosts and, in the same statement, each one's best queued URL (the urls_queue
+    # index answers each subquery with one seek).
+    hosts = db.execute(
+        "SELECT id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures,"
+        " (SELECT u.id FROM urls u WHERE u.host_id = hosts.id AND u.state = 'queued'"
+        "  ORDER BY u.priority, u.id LIMIT 1)"
+        " FROM hosts WHERE ready_at <= ? ORDER BY ready_at LIMIT ?",
+        (now, limit),
+    ).fetchall()
+    leases: list[Lease] = []
+    robots_rows: list[tuple[str, float, int]] = []
+    pages: list[_Host] = []
+    head_ids: list[int] = []
+    for host_id, host_key, robots_expires_at, robots_lease_id, level, failures, head in hosts:
+        if robots_expires_at is None or robots_expires_at <= now:
+            if robots_lease_id is not None:
+                continue  # robots.txt is being fetched; nothing else goes first
+            lease_id = new_id()
+            robots_rows.append((lease_id, expires_at, host_id))
+            leases.append(
+                Lease(
+                    LeaseKind.ROBOTS,
+                    lease_id,
+                    host_key,
+                    robots_url(host_key),
+                    0,
+                    0,
+                    1,
+                    0,
+                    0,
+                    expires_at,
+                )
+            )
+        elif head is None:  # counters and rows disagree: heal rather than spin
+            db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
+        else:
+            pages.append((host_id, host_key, level, failures))
+            head_ids.append(head)
+    db.executemany(
+        "UPDATE hosts SET in_flight = in_flight + 1, robots_lease_id = ?,"
+        " robots_lease_expires_at = ? WHERE id = ?",
+        robots_rows,
+    )
+    if pages:
+        rows = _page_rows(db, pages, head_ids, now, revisits)
+        leases.extend(_lease_pages(db, pages, rows, expires_at, new_id))
+    return leases
+
+
+def _page_rows(
+    db: sqlite3.Connection,
+    pages: list[_Host],
+    head_ids: list[int],
+    now: float,
+    revisits: Revisits | None,
+) -> list[tuple[Any, ...] | None]:
+    if revisits is not None:
+        # Due revisits and new URLs: two bands of each host queue (sqlite_revisit.py).
+        share, tally = revisits
+        return [
+            sqlite_revisit.pick_queued(db, host_id, now, share, tally=tally)
+            for host_id, _, _, _ in pages
+        ]
+    # No revisit was ever queued: the head of each queue is the URL.
+    marks = ",".join("?" * len(head_ids))
+    by_id = {
+        row[0]: row
+        for row in db.execute(
+            f"SELECT {sqlite_revisit.PAGE_COLUMNS} FROM urls WHERE id IN ({marks})", head_ids
+        )
+    }
+    return [by_id.get(head) for head in head_ids]
+
+
+def _lease_pages(
+    db: sqlite3.Connection,
+    pages: list[_Host],
+    rows: list[tuple[Any, ...] | None],
+    expires_at: float,
+    new_id: Callable[[], str],
+) -> list[Lease]:
+    leases, url_rows, host_rows = [], [], []
+    for (host_id, host_key, level, failures), row in zip(pages, rows, strict=True):
+        if row is None:
+            continue
+        url_id, url, version, attempts, depth, hops, etag, last_modified, source = row
+        lease_id = new_id()
+        url_rows.append((lease_id, expires_at, url_id))
+        host_rows.append((host_id,))
+        leases.append(
+            Lease(
+                LeaseKind.PAGE,
+                lease_id,
+                host_key,
+                url,
+                url_id,
+                version,
+                attempts + 1,
+                depth,
+                hops,
+                expires_at,
+                etag,
+                last_modified,
+                host_backoff=level,
+                host_failures=failures,
+                source=source,
+            )
+        )
+    db.executemany(
+        "UPDATE urls SET state = 'leased', lease_id = ?, lease_expires_at = ?,"
+        " attempts = attempts + 1 WHERE id = ?",
+        url_rows,
+    )
+    db.executemany(
+        "UPDATE hosts SET in_flight = in_flight + 1, queued = queued - 1 WHERE id = ?",
+        host_rows,
+    )
+    return leases

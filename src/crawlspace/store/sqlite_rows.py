@@ -1,0 +1,91 @@
+"""The SQLite rows a finished visit leaves: its fetch row and links, its completion event, and a
+host's robots.txt. Functions over the caller's connection, inside its transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
+
+__all__ = ["emit_event", "event_id", "insert_fetch", "store_robots"]
+
+
+def event_id(url: str, version: int) -> str:
+    """A completion event's id: the same URL and version always give the same id, in any store."""
+    return f"{hashlib.sha256(url.encode()).hexdigest()[:20]}-v{version}"
+
+
+def insert_fetch(
+    db: sqlite3.Connection, lease: Lease, fetch: FetchRecord, completion: Completion
+) -> None:
+    cur = db.execute(
+        "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
+        " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
+        " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            lease.url_id,
+            lease.version,
+            fetch.url,
+            fetch.final_url,
+            fetch.status,
+            fetch.fetched_at,
+            fetch.duration_ms,
+            fetch.content_type,
+            fetch.bytes,
+            int(fetch.truncated),
+            fetch.content_sha256,
+            fetch.text_sha256,
+            int(fetch.noindex),
+            fetch.canonical,
+            fetch.warc_file,
+            fetch.warc_offset,
+            fetch.warc_length,
+            fetch.redirect_to,
+        ),
+    )
+    db.executemany(
+        "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
+        [(cur.lastrowid, link.to_url, int(link.nofollow)) for link in completion.links],
+    )
+
+
+def emit_event(db: sqlite3.Connection, lease: Lease, completion: Completion, now: float) -> None:
+    fetch = completion.fetch
+    db.execute(
+        "INSERT INTO events (event_id, url, version, state, reason, status, content_sha256,"
+        " text_sha256, warc_file, warc_offset, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            event_id(lease.url, lease.version),
+            lease.url,
+            lease.version,
+            completion.state,
+            completion.reason,
+            fetch.status if fetch else None,
+            fetch.content_sha256 if fetch else None,
+            fetch.text_sha256 if fetch else None,
+            fetch.warc_file if fetch else None,
+            fetch.warc_offset if fetch else None,
+            now,
+        ),
+    )
+
+
+def store_robots(db: sqlite3.Connection, host_id: int, record: RobotsRecord) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO robots (host_id, status, outcome, body, body_sha256,"
+        " fetched_at, expires_at, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            host_id,
+            record.status,
+            record.outcome,
+            record.body,
+            hashlib.sha256(record.body).hexdigest(),
+            record.fetched_at,
+            record.expires_at,
+            record.attempts,
+            record.error,
+        ),
+    )
