@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.dedup.simhash import hamming, simhash64, to_signed, to_unsigned
 from crawlspace.records import UrlCandidate
+from crawlspace.store import sqlite_dedup
 from crawlspace.store.sqlite import SqliteStore
 
 # -- Bloom: never skips a new URL -----------------------------------------------------------------
@@ -91,6 +93,34 @@ def test_a_row_the_filter_missed_falls_back_to_the_upsert(tmp_path: Path) -> Non
     assert (result.added, result.already_seen) == (0, 1)
     store.close()
     other.close()
+
+
+def test_a_big_store_rebuilds_its_filter_in_the_background_without_false_news(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "crawl.db"
+    store = SqliteStore(path)
+    cands = [UrlCandidate(f"http://a.example/{i}", "http://a.example", 1) for i in range(3000)]
+    store.add(cands, 0.0)
+    store.close()
+    monkeypatch.setattr(sqlite_dedup, "SYNC_REBUILD_MAX", 100)
+    monkeypatch.setattr(sqlite_dedup, "_REBUILD_CHUNK", 250)
+    seen = SeenFilter(10_000, 0.01)
+    store = SqliteStore(path, seen_filter=seen)
+    try:
+        # Whatever the rebuild has reached, a stored URL is never "definitely new".
+        result = store.add(
+            [cands[2999], UrlCandidate("http://a.example/n", "http://a.example", 1)], 0
+        )
+        assert (result.added, result.already_seen) == (1, 1)
+        deadline = time.monotonic() + 20
+        while not seen.complete and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen.complete
+        assert not any(seen.check_and_add(c.url) for c in cands)
+        assert seen.check_and_add("http://a.example/brand-new")
+    finally:
+        store.close()
 
 
 # -- simhash --------------------------------------------------------------------------------------

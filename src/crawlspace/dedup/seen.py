@@ -62,6 +62,9 @@ class SeenFilter:
             else Bloom(expected_urls, fp_rate, hash_func)
         )
         self.stats = SeenStats()
+        # False while the filter is being rebuilt in the background (resume of a big frontier):
+        # until it holds every stored URL, no answer may be "definitely new".
+        self._complete = True
 
     @property
     def size_bytes(self) -> int:
@@ -83,12 +86,25 @@ class SeenFilter:
         slow path): the filter must never hold less than the store, or a new answer could lie.
         """
         self.stats.checks += 1
-        if url in self._bloom:
+        if not self._complete or url in self._bloom:
+            if not self._complete:
+                self._bloom.add(url)
             self.stats.maybe_seen += 1
             return False
         self._bloom.add(url)
         self.stats.definitely_new += 1
         return True
+
+    def begin_rebuild(self) -> None:
+        """Every URL is "maybe seen" (a store read) until ``end_rebuild``."""
+        self._complete = False
+
+    def end_rebuild(self) -> None:
+        self._complete = True
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
 
     def add(self, url: str) -> None:
         """Record a URL the store gained by another path (e.g. an excluded URL)."""

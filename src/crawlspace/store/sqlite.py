@@ -76,7 +76,7 @@ class SqliteStore:
             sqlite_revisit.migrate(self._db)
             sqlite_priority.migrate(self._db)
             if seen_filter is not None:
-                sqlite_dedup.rebuild_seen(self._db, seen_filter)
+                sqlite_dedup.rebuild_seen(self._db, seen_filter, self.path)
             if near_index is not None:
                 sqlite_dedup.rebuild_near_index(self._db, near_index)
         except sqlite3.DatabaseError as exc:

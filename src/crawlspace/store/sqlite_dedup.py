@@ -7,8 +7,10 @@ Every function runs inside the caller's transaction.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -57,9 +59,46 @@ def bump_counters(db: sqlite3.Connection, counts: dict[str, int]) -> None:
 # -- seen set ------------------------------------------------------------------------------------
 
 
-def rebuild_seen(db: sqlite3.Connection, seen: SeenFilter) -> int:
-    """On open (resume): the filter must hold every URL the store holds (no false negatives)."""
-    return seen.rebuild(row[0] for row in db.execute("SELECT url FROM urls"))
+log = logging.getLogger("crawlspace.store")
+
+# Up to this many stored URLs the filter is rebuilt before the crawl starts (about a second);
+# beyond, in a background thread, so a resumed 10-million-URL frontier leases at once.
+SYNC_REBUILD_MAX = 500_000
+_REBUILD_CHUNK = 50_000
+
+
+def rebuild_seen(db: sqlite3.Connection, seen: SeenFilter, path: str | None = None) -> None:
+    """On open (resume): the filter must hold every URL the store holds (no false negatives).
+
+    A big store is read in a daemon thread over its own read-only connection, in short id-range
+    transactions (a long read would hold back WAL checkpoints); until it is done the filter
+    answers "maybe seen" to everything, so every URL is checked against the store. A URL stored
+    after a chunk was read came through the crawl's own paths, which add it to the filter.
+    """
+    (top,) = db.execute("SELECT MAX(id) FROM urls").fetchone()
+    if path is None or top is None or top <= SYNC_REBUILD_MAX:
+        seen.rebuild(row[0] for row in db.execute("SELECT url FROM urls"))
+        return
+    seen.begin_rebuild()
+    threading.Thread(
+        target=_rebuild_from_file, args=(path, seen, int(top)), name="crawlspace-seen", daemon=True
+    ).start()
+
+
+def _rebuild_from_file(path: str, seen: SeenFilter, top: int) -> None:
+    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        for low in range(0, top + 1, _REBUILD_CHUNK):
+            rows = reader.execute(
+                "SELECT url FROM urls WHERE id > ? AND id <= ?", (low, low + _REBUILD_CHUNK)
+            )
+            seen.rebuild(row[0] for row in rows)
+    except sqlite3.Error:
+        log.exception("seen-set filter rebuild failed; it stays off (every URL is checked)")
+        return
+    finally:
+        reader.close()
+    seen.end_rebuild()
 
 
 HostIds = Callable[[sqlite3.Connection, str], int]
