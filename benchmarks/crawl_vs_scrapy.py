@@ -106,9 +106,19 @@ def fetched_urls(crawler: str, out: Path) -> list[str]:
 
 
 def run_once(
-    crawler: str, seeds: list[str], out: Path, max_pages: int, expected: set[str]
+    crawler: str,
+    seeds: list[str],
+    out: Path,
+    max_pages: int,
+    expected: set[str],
+    *,
+    cpus: str | None = None,
 ) -> RunResult:
     cmd = command(crawler, seeds, out, max_pages)
+    if cpus:
+        # --cpus pins the crawler (and the processes it starts) to those cores: the 1-core
+        # figure for the scaling ratio. The static server is not pinned.
+        cmd = ["taskset", "-c", cpus, *cmd]
     log = out.parent / f"{out.name}.log"
     with log.open("wb") as sink:
         start = time.perf_counter()
@@ -201,7 +211,15 @@ def main() -> int:
     parser.add_argument("--wrk-seconds", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="keep crawl outputs in this directory")
     parser.add_argument("--quick", action="store_true", help="CI smoke: ~300 pages, 1 run each")
+    parser.add_argument(
+        "--crawlers", default=",".join(CRAWLERS), help="comma-separated subset of the crawlers"
+    )
+    parser.add_argument("--cpus", help="pin the crawlers to these cores, e.g. 0 (for 1 core)")
     args = parser.parse_args()
+    crawlers = [c for c in args.crawlers.split(",") if c]
+    if not set(crawlers) <= set(CRAWLERS):
+        parser.error(f"--crawlers: choose from {', '.join(CRAWLERS)}")
+    cpus = args.cpus
     if args.quick:
         # A generated corpus of light pages keeps CI fast and independent of apt.
         args.runs, args.max_pages, args.wrk_seconds = 1, args.max_pages or 300, 1
@@ -225,11 +243,11 @@ def main() -> int:
             ceiling = wrk_ceiling(f"{hosts[0]}/{corpus.html_files[0]}", args.wrk_seconds)
             results: list[RunResult] = []
             for run in range(args.runs):
-                for crawler in CRAWLERS:
+                for crawler in crawlers:
                     out = (args.keep or work) / f"{crawler}-{run}"
                     shutil.rmtree(out, ignore_errors=True)
                     out.parent.mkdir(parents=True, exist_ok=True)
-                    result = run_once(crawler, seeds, out, args.max_pages, expected)
+                    result = run_once(crawler, seeds, out, args.max_pages, expected, cpus=cpus)
                     results.append(result)
                     print(
                         f"run {run + 1}/{args.runs} {crawler}: {result.pages} pages in"
@@ -245,6 +263,8 @@ def main() -> int:
     print(f"- corpus: {corpus.description}: {len(corpus.html_files)} allowed HTML files per host,")
     print(f"  {len(expected):,} in all; coverage = distinct fetched HTML files / {len(expected):,}")
     print(f"- server: {server.kind}, 1 worker; wrk -t2 -c16 on one page: {ceiling}")
+    if cpus:
+        print(f"- crawlers pinned to core(s) {cpus} (taskset)")
     print(*machine_info(), sep="\n")
     print()
     print(*table(results, corpus, len(expected)), sep="\n")

@@ -6,9 +6,12 @@ A processor is a plain synchronous function so it can run in a worker thread or 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from crawlspace.dedup.simhash import simhash64
+from crawlspace.discovery.links import PreLinks, prenormalize
 from crawlspace.parse.html import extract
 
 
@@ -20,6 +23,12 @@ class ProcessedContent:
     canonical: str | None = None
     noindex: bool = False
     nofollow: bool = False
+    # The built-in HTML processor does this work where it parses (a worker process), so the
+    # crawl loop, the bottleneck, does not: the text's hashes, and the links normalized and
+    # counted (``links`` is then empty). Other processors may leave them None.
+    text_sha256: str | None = None
+    simhash: int | None = None
+    prelinks: PreLinks | None = None
 
 
 class ContentProcessor(Protocol):
@@ -34,8 +43,10 @@ def process_html(
     page = extract(body, base_url=url, content_type=content_type, product_token=product_token)
     return ProcessedContent(
         base_url=page.base_url,
-        links=[(link.href, link.nofollow) for link in page.links],
+        prelinks=prenormalize(((link.href, link.nofollow) for link in page.links), page.base_url),
         text=page.text,
+        text_sha256=hashlib.sha256(page.text.encode()).hexdigest() if page.text else None,
+        simhash=simhash64(page.text) if page.text else None,
         canonical=page.canonical,
         noindex=page.directives.noindex,
         nofollow=page.directives.nofollow,

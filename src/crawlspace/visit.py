@@ -288,12 +288,17 @@ class Visitor:
             response.header_values("x-robots-tag"), self.config.product_token
         )
         nofollow = content.nofollow or header_directives.nofollow
-        admission = self.discovery.admit_links(
-            content.links,
-            base_url=content.base_url,
-            parent_depth=lease.depth,
-            page_nofollow=nofollow,
-        )
+        if content.prelinks is not None:  # normalized in the parse worker
+            admission = self.discovery.admit_prenormalized(
+                content.prelinks, parent_depth=lease.depth, page_nofollow=nofollow
+            )
+        else:
+            admission = self.discovery.admit_links(
+                content.links,
+                base_url=content.base_url,
+                parent_depth=lease.depth,
+                page_nofollow=nofollow,
+            )
         if self.config.path_ascending:
             self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
         completion.links = admission.links
@@ -338,7 +343,6 @@ class Visitor:
         content: ProcessedContent | None,
     ) -> FetchRecord:
         warc_file, offset, length = location
-        text = content.text if content is not None else None
         return FetchRecord(
             url=lease.url,
             final_url=response.url,
@@ -352,11 +356,11 @@ class Visitor:
             warc_file=warc_file,
             warc_offset=offset,
             warc_length=length,
-            text_sha256=hashlib.sha256(text.encode()).hexdigest() if text else None,
+            text_sha256=_text_sha256(content),
             noindex=content.noindex if content is not None else False,
             redirect_to=redirect_target(response),
             canonical=content.canonical if content is not None else None,
-            simhash=simhash64(text) if text else None,
+            simhash=_simhash(content),
         )
 
 
@@ -393,3 +397,15 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - now)
+
+
+def _text_sha256(content: ProcessedContent | None) -> str | None:
+    if content is None or not content.text:
+        return None
+    return content.text_sha256 or hashlib.sha256(content.text.encode()).hexdigest()
+
+
+def _simhash(content: ProcessedContent | None) -> int | None:
+    if content is None or not content.text:
+        return None
+    return content.simhash if content.simhash is not None else simhash64(content.text)

@@ -47,6 +47,50 @@ class Admission:
     counters: Counter[str] = field(default_factory=Counter)
 
 
+@dataclass(frozen=True, slots=True)
+class PreLinks:
+    """A page's links after the per-href half of admission, which needs nothing but the page
+    (so it runs in the parse worker): each distinct safe-normalized URL once, in document
+    order, as (URL, occurrences, every occurrence nofollow); refusals counted by reason."""
+
+    urls: list[tuple[str, int, bool]]
+    total: int  # hrefs that normalized
+    distinct_raw: int  # distinct hrefs as written, among those
+    invalid: dict[str, int]
+
+
+def prenormalize(links: Iterable[tuple[str, bool]], base_url: str) -> PreLinks:
+    """Real pages repeat links (menus, "#section" anchors: ~800 hrefs per page in the Python
+    docs, ~100 distinct), so each distinct href is normalized once."""
+    by_href: dict[str, tuple[str | None, str | None]] = {}
+    found: dict[str, tuple[int, bool]] = {}
+    invalid: Counter[str] = Counter()
+    raw_seen: set[str] = set()
+    total = 0
+    for href, nofollow in links:
+        # The fragment never reaches the server: hrefs differing only there are one URL.
+        key = href.partition("#")[0]
+        normalized = by_href.get(key)
+        if normalized is None:
+            normalized = by_href[key] = normalize_with_reason(key, base_url)
+        safe, reason = normalized
+        if safe is None:
+            invalid[reason or "invalid_url"] += 1
+            continue
+        total += 1
+        raw_seen.add(href)
+        previous = found.get(safe)
+        found[safe] = (
+            (1, nofollow) if previous is None else (previous[0] + 1, previous[1] and nofollow)
+        )
+    return PreLinks(
+        [(url, n, nofollow) for url, (n, nofollow) in found.items()],
+        total,
+        len(raw_seen),
+        dict(invalid),
+    )
+
+
 def parent_directories(url: str) -> list[str]:
     """``http://h/a/b/page.html?q`` -> ``http://h/a/b/``, ``http://h/a/``, ``http://h/``."""
     parts = urlsplit(url)
@@ -139,41 +183,27 @@ class Discovery:
         parent_depth: int,
         page_nofollow: bool,
     ) -> Admission:
-        """``links`` are (raw href, nofollow) pairs in document order.
+        """``links`` are (raw href, nofollow) pairs in document order."""
+        return self.admit_prenormalized(
+            prenormalize(links, base_url), parent_depth=parent_depth, page_nofollow=page_nofollow
+        )
 
-        Real pages repeat links (menus, "#section" anchors: ~700 hrefs per page in the Python
-        docs), so each distinct href is normalized once and each distinct URL admitted once; a
-        URL is followed if any of its occurrences may be followed.
-        """
+    def admit_prenormalized(
+        self, pre: PreLinks, *, parent_depth: int, page_nofollow: bool
+    ) -> Admission:
+        """The per-URL half of admission (policy, scope, depth, traps, filters) over a page's
+        distinct safe-normalized URLs; a URL is followed if any of its occurrences may be."""
         out = Admission()
-        raw_seen: set[str] = set()
-        safe_seen: set[str] = set()
-        by_href: dict[str, tuple[str | None, str | None]] = {}
-        by_safe: dict[str, tuple[UrlCandidate | None, str | None]] = {}
+        out.rejections.update(pre.invalid)
         # candidate URL -> (candidate, exclusion reason, every occurrence nofollow), in order
         found: dict[str, tuple[UrlCandidate, str | None, bool]] = {}
-        total = 0
         depth = parent_depth + 1
-        for href, nofollow in links:
-            # The fragment never reaches the server: hrefs differing only there are one URL.
-            key = href.partition("#")[0]
-            normalized = by_href.get(key)
-            if normalized is None:
-                normalized = by_href[key] = normalize_with_reason(key, base_url)
-            safe, reason = normalized
-            candidate = None
-            if safe is not None:
-                total += 1
-                raw_seen.add(href)
-                safe_seen.add(safe)
-                admitted = by_safe.get(safe)
-                if admitted is None:
-                    admitted = by_safe[safe] = self._admit_normalized(safe, depth, "link", 0)
-                candidate, reason = admitted
+        for safe, occurrences, all_nofollow in pre.urls:
+            candidate, reason = self._admit_normalized(safe, depth, "link", 0)
             if candidate is None:
-                out.rejections[reason or "invalid_url"] += 1
+                out.rejections[reason or "invalid_url"] += occurrences
                 continue
-            marked = nofollow or page_nofollow
+            marked = all_nofollow or page_nofollow
             previous = found.get(candidate.url)
             if previous is None or (previous[2] and not marked):
                 found[candidate.url] = (candidate, reason, marked)
@@ -186,12 +216,11 @@ class Discovery:
                 out.excluded.append((candidate.url, reason))
             else:
                 out.candidates.append(candidate)
-        seen = found
         # Duplicate rate before/after normalization, summed over pages: 1 - distinct / total,
         # distinct counted per page on the href as written, after RFC 3986 safe normalization,
         # and after the policy (tracking parameters, sorting, folding).
-        out.counters["dedup.links_total"] = total
-        out.counters["dedup.links_distinct_raw"] = len(raw_seen)
-        out.counters["dedup.links_distinct_normalized"] = len(safe_seen)
-        out.counters["dedup.links_distinct_policy"] = len(seen)
+        out.counters["dedup.links_total"] = pre.total
+        out.counters["dedup.links_distinct_raw"] = pre.distinct_raw
+        out.counters["dedup.links_distinct_normalized"] = len(pre.urls)
+        out.counters["dedup.links_distinct_policy"] = len(found)
         return out
