@@ -182,6 +182,8 @@ def table(results: list[RunResult], corpus: Corpus, expected: int) -> list[str]:
     summary: dict[str, tuple[float, float]] = {}
     for crawler in CRAWLERS:
         mine = [r for r in results if r.crawler == crawler]
+        if not mine:  # --crawlers left it out
+            continue
         rate = median([r.pages_per_s for r in mine])
         rss = median([r.max_rss_mb for r in mine])
         summary[crawler] = (rate, rss)
@@ -191,6 +193,8 @@ def table(results: list[RunResult], corpus: Corpus, expected: int) -> list[str]:
             f" | {rate:,.0f} | {median([r.cpu_per_1000 for r in mine]):.2f}"
             f" | {rss:,.0f} | {coverage:.1%} |"
         )
+    if len(summary) < len(CRAWLERS):
+        return rows
     (cs_rate, cs_rss), (sc_rate, sc_rss) = summary["crawlspace"], summary["scrapy"]
     rows.append(
         f"| crawlspace / Scrapy | | | {cs_rate / sc_rate if sc_rate else float('nan'):.2f}x"
