@@ -4,7 +4,8 @@ Layout. Hosts are spread over ``buckets`` (crc32(host_key) % buckets, the same i
 Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluster slot:
 
     {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease
-                               ids), wseq (replication barriers, store/redis_wait.py)
+                               ids), wseq (replication barriers, store/redis_wait.py), iver
+                               (version of the bucket's index marks, store/redis_index.py)
     {ns:bN}:ready       zset   host -> next_allowed_at, only hosts that can take a lease
     {ns:bN}:seen        hash   url -> url id: the exact seen set
     {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" -> expires_at
@@ -16,15 +17,19 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
     {ns:bN}:u:<id>      hash   url, host, depth, prio, state, version, attempts, lease, epoch, ...
 
 Crawl-wide keys, one of each: ``{ns}:buckets``, ``{ns}:epoch`` (the last worker epoch taken),
-``{ns}:seeds`` (set) and ``{ns}:counters`` (hash: ``rejected.<reason>``, ``wait.short``).
+``{ns}:seeds`` (set), ``{ns}:counters`` (hash: ``rejected.<reason>``, ``wait.short``) and the
+bucket index ``{ns:idx}:ready``, ``{ns:idx}:leases``, ``{ns:idx}:ver`` (store/redis_index.py).
 
 Each atomic operation is one Lua script (``store/lua/``) that touches one bucket, hence one slot on
-one shard: no CROSSSLOT errors, no client-side locks. The price is that cross-bucket questions
-(which buckets have ready hosts, the earliest ready time, the number of leases in flight) are
-answered by a pipelined scan over all buckets: one round trip per shard, O(buckets) server work.
-``lease`` first counts ready hosts per bucket (ZCOUNT), then runs the lease script only on
-buckets with ready hosts, sharing ``limit`` among them starting from a rotating cursor so load
-spreads over buckets and shards; within a bucket the earliest-ready hosts go first.
+one shard: no CROSSSLOT errors, no client-side locks. The cross-bucket questions a worker asks
+all the time (which buckets have ready hosts, the earliest ready time, the earliest lease expiry)
+are answered by a crawl-wide index of each bucket's earliest ready time and lease expiry
+(store/redis_index.py), which every write script's reply keeps current: their cost does not grow
+with the number of buckets. ``lease`` takes the buckets that have waited longest, counts their
+ready hosts (ZCOUNT), then runs the lease script on those with ready hosts, sharing ``limit``
+among them; within a bucket the earliest-ready hosts go first. Rarer questions (leases in
+flight, queued and fetched counts) are a pipelined scan over all buckets, one round trip per
+shard.
 
 Discovered links belong to other buckets, so ``complete`` adds them *before* the completing write:
 a crash in between re-fetches the page (at-least-once) but never loses a link. With
@@ -48,6 +53,7 @@ from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import robots_url
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.redis_index import BucketIndex
 from crawlspace.store.redis_wait import ReplicationBarrier
 
 DEFAULT_BUCKETS = 1024
@@ -62,7 +68,7 @@ _TRANSIENT: tuple[type[Exception], ...] = (
 )
 _RERUN: tuple[type[Exception], ...] = (*_TRANSIENT, redis.exceptions.NoScriptError)
 _T = TypeVar("_T")
-_SCRIPTS = ("add", "lease", "complete", "complete_robots", "release", "expire")
+_SCRIPTS = ("add", "lease", "complete", "complete_robots", "release", "expire", "index", "peek")
 _READ_SCRIPTS = ("count_urls", "read_urls")  # for store/redis_views.py
 
 
@@ -101,6 +107,7 @@ class RedisFrontier:
         retry_seconds: float = 30.0,
         wait_replicas: int = 0,
         wait_timeout: float = 0.2,
+        sweep_seconds: float = 10.0,
     ) -> None:
         self.limits = limits or FrontierLimits()
         if self.limits.max_in_flight_per_host < 1:
@@ -112,10 +119,10 @@ class RedisFrontier:
         self.retry_seconds = retry_seconds
         # Replicas that must acknowledge a page's links on other shards before it completes.
         self._barrier = ReplicationBarrier(client, wait_replicas, wait_timeout)
-        self._retrying(self._check_layout)
+        self.retrying(self._check_layout)
         # The worker epoch: a fencing token every lease carries and every ending must match.
         if epoch is None:
-            epoch = int(self._retrying(lambda: self.client.incr(f"{namespace}:epoch")))
+            epoch = int(self.retrying(lambda: self.client.incr(f"{namespace}:epoch")))
         self.epoch = epoch
         prelude = (files("crawlspace.store") / "lua" / "_common.lua").read_text()
         self._src = {
@@ -123,8 +130,9 @@ class RedisFrontier:
             for name in (*_SCRIPTS, *_READ_SCRIPTS)
         }
         self._sha: dict[str, str] = {}
-        self._retrying(self._load_scripts)
-        self._cursor = 0
+        self.retrying(self._load_scripts)
+        # A lost index mark hides its bucket's hosts for at most sweep_seconds (redis_index.py).
+        self.index = BucketIndex(self, sweep_seconds)
 
     def _check_layout(self) -> None:
         """Every process must hash hosts into the same number of buckets, or hosts split."""
@@ -142,7 +150,7 @@ class RedisFrontier:
     def key_prefix(self, bucket: int) -> str:
         return f"{{{self.namespace}:b{bucket}}}:"
 
-    def _retrying(self, call: Callable[[], _T]) -> _T:
+    def retrying(self, call: Callable[[], _T]) -> _T:
         """Ride out a failover or a restart: retry while the deadline allows, then raise.
 
         Retrying a script whose reply was lost is safe: add is idempotent (the seen set), a
@@ -168,9 +176,15 @@ class RedisFrontier:
 
     def _run(self, name: str, bucket: int, *args: object) -> Any:
         prefix = self.key_prefix(bucket)
-        return self._retrying(
-            lambda: self.client.evalsha(self._sha[name], 1, prefix + "st", prefix, *args)
-        )
+        return self.run_key(name, prefix + "st", (prefix, *args))
+
+    def _run_indexed(self, name: str, bucket: int, *args: object) -> Any:
+        """Run a write script on one bucket, copy its index update (redis_index.py), return the
+        rest of its reply."""
+        return self.index.apply_replies([bucket], [self._run(name, bucket, *args)])[0]
+
+    def run_key(self, name: str, key: str, args: Sequence[object]) -> Any:
+        return self.retrying(lambda: self.client.evalsha(self._sha[name], 1, key, *args))
 
     def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
         """One pipelined round trip per shard; a call that failed is rerun on its own."""
@@ -200,7 +214,7 @@ class RedisFrontier:
                 command(pipe, self.key_prefix(bucket) + key)
             return list(pipe.execute())
 
-        return self._retrying(scan)
+        return self.retrying(scan)
 
     def _sum_counter(self, field: str) -> int:
         return sum(int(v or 0) for v in self.per_bucket("st", lambda p, k: p.hget(k, field)))
@@ -230,40 +244,46 @@ class RedisFrontier:
             step = 6 * _ADD_CHUNK
             for i in range(0, len(fields), step):
                 calls.append((bucket, (*head, bucket, self.buckets, *fields[i : i + step])))
+        replies = self.run_many("add", calls)
         added = seen = rejected = 0
-        for a, s, r in self.run_many("add", calls):
+        for a, s, r in self.index.apply_replies((b for b, _ in calls), replies):
             added, seen, rejected = added + int(a), seen + int(s), rejected + int(r)
         return AddResult(added, seen, {"budget_host": rejected} if rejected else {})
 
-    def _ready_counts(self, now: float) -> list[int]:
+    def _ready_counts(self, now: float, limit: int) -> dict[int, int]:
+        """Hosts ready at ``now`` in the (up to ``limit``) buckets the index says waited longest;
+        a bucket the index sent us to in vain gets its marks corrected."""
         at = _num(now)
-        return [int(c) for c in self.per_bucket("ready", lambda p, k: p.zcount(k, "-inf", at))]
+        buckets = self.index.ready_buckets(at, limit)
+        if not buckets:
+            return {}
+        peeks = self.index.peek(buckets, at)
+        self.index.apply({b: p[:3] for b, p in zip(buckets, peeks, strict=True) if p[3] == 0})
+        return {b: p[3] for b, p in zip(buckets, peeks, strict=True) if p[3] > 0}
 
     def ready_hosts(self, now: float) -> int:
-        return sum(self._ready_counts(now))
+        return sum(self._ready_counts(now, self.buckets).values())
 
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+        self.index.sweep(now, _num(now))
         if limit <= 0:
             return []
-        counts = self._ready_counts(now)
         calls: list[tuple[int, Sequence[object]]] = []
         remaining = limit
         expires_at = now + lease_seconds
         head = (_num(expires_at), self.epoch, self.limits.max_in_flight_per_host)
-        for step in range(self.buckets):
+        for bucket, count in self._ready_counts(now, limit).items():
             if remaining <= 0:
                 break
-            bucket = (self._cursor + step) % self.buckets
-            if counts[bucket] > 0:
-                # One lease per ready host in a pass; a host with spare tokens waits its turn.
-                take = min(counts[bucket], remaining)
-                calls.append((bucket, (_num(now), take, *head, bucket)))
-                remaining -= take
+            # One lease per ready host in a pass; a host with spare tokens waits its turn.
+            take = min(count, remaining)
+            calls.append((bucket, (_num(now), take, *head, bucket)))
+            remaining -= take
         if not calls:
             return []
-        self._cursor = (calls[-1][0] + 1) % self.buckets
+        replies = self.run_many("lease", calls)
         leases: list[Lease] = []
-        for fields in self.run_many("lease", calls):
+        for fields in self.index.apply_replies((b for b, _ in calls), replies):
             for i in range(0, len(fields), _LEASE_FIELDS):
                 leases.append(self._lease(fields[i : i + _LEASE_FIELDS], expires_at))
         return leases
@@ -305,7 +325,7 @@ class RedisFrontier:
                 self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
         nxt = completion.next_allowed_at
         done = int(
-            self._run(
+            self._run_indexed(
                 "complete",
                 self.bucket(lease.host_key),
                 self._url_id(lease.url_id),
@@ -335,13 +355,13 @@ class RedisFrontier:
         keys = {f"{self.key_prefix(self.bucket(h))}st" for h in link_hosts}
         if not self._barrier.wait(keys, parent):
             key = f"{self.namespace}:counters"
-            self._retrying(lambda: self.client.hincrby(key, "wait.short", 1))
+            self.retrying(lambda: self.client.hincrby(key, "wait.short", 1))
 
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
         if lease.kind is not LeaseKind.ROBOTS:
             return False
         return 1 == int(  # noqa: SIM300 - the script's status code first reads best
-            self._run(
+            self._run_indexed(
                 "complete_robots",
                 self.bucket(lease.host_key),
                 lease.host_key,
@@ -360,7 +380,7 @@ class RedisFrontier:
 
     def release(self, lease: Lease, now: float) -> bool:
         return 1 == int(  # noqa: SIM300 - the script's status code first reads best
-            self._run(
+            self._run_indexed(
                 "release",
                 self.bucket(lease.host_key),
                 lease.kind.value,
@@ -374,25 +394,34 @@ class RedisFrontier:
         )
 
     def expire_leases(self, now: float) -> int:
-        return self._expire(_num(now), now)
+        at = _num(now)
+        self.index.sweep(now, at)
+        return self._expire(at, now, self.index.due_lease_buckets(at))
 
     def recover(self, now: float) -> int:
         """Return *every* lease, of every worker: only for a crawl with no live workers."""
-        return self._expire("+inf", now)
+        return self._expire("+inf", now, range(self.buckets))
 
-    def _expire(self, cutoff: str, now: float) -> int:
+    def _expire(self, cutoff: str, now: float, buckets: Sequence[int]) -> int:
         hold = _num(now + self.limits.lost_lease_gap)
         args = (cutoff, self.limits.max_in_flight_per_host, hold)
-        calls = [(b, args) for b in range(self.buckets)]
-        return sum(int(n) for n in self.run_many("expire", calls))
+        calls = [(b, args) for b in buckets]
+        if not calls:
+            return 0
+        replies = self.run_many("expire", calls)
+        return sum(int(n) for n in self.index.apply_replies(buckets, replies))
 
     def next_ready_at(self) -> float | None:
-        firsts = self.per_bucket("ready", lambda p, k: p.zrange(k, 0, 0, withscores=True))
-        return min((float(first[0][1]) for first in firsts if first), default=None)
+        ready = self.index.first("ready")
+        if ready is not None or self.index.first("leases") is not None:
+            return ready
+        # The index says the crawl is over: make sure with a full read (and repair the index)
+        # before a worker stops on it. Reached once per worker at the end of a crawl.
+        peeks = self.index.resync(range(self.buckets), "-inf")
+        return min((float(r) for _, r, _, _ in peeks if r), default=None)
 
     def earliest_lease_expiry(self) -> float | None:
-        firsts = self.per_bucket("leases", lambda p, k: p.zrange(k, 0, 0, withscores=True))
-        return min((float(first[0][1]) for first in firsts if first), default=None)
+        return self.index.first("leases")
 
     def in_flight(self) -> int:
         return self._sum_counter("inflight")

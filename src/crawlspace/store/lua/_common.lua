@@ -66,3 +66,19 @@ local function give_back_robots(host, lid, max_in_flight)
   end_lease(host, 'R|' .. lid .. '|' .. host)
   resched(host, max_in_flight)
 end
+
+-- This bucket's marks in the crawl-wide index (store/redis_index.py): its earliest ready time
+-- and its earliest lease expiry, '' for none. Scores come back as Redis formats them (exact).
+local function marks()
+  local r = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
+  local l = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
+  return {r[2] or '', l[2] or ''}
+end
+
+-- {version, ready mark, lease mark} for the client to copy into the index, or {} if the marks are
+-- as `before` (nil: always). The version orders replies that reach the index out of order.
+local function index_update(before)
+  local m = marks()
+  if before and m[1] == before[1] and m[2] == before[2] then return {} end
+  return {redis.call('HINCRBY', ST, 'iver', 1), m[1], m[2]}
+end

@@ -1,5 +1,6 @@
 -- Enqueue-if-new for one bucket. ARGV: prefix, now, cap (-1: no per-host budget), max_in_flight,
 -- bucket, buckets, then 6 fields per candidate: url, host, depth, priority, hops, source.
+-- Returns {index update (_common.lua), {added, seen, rejected}}.
 -- The bucket's seen hash (url -> id) is the exact seen set: a URL is admitted at most once.
 -- Counters are read once, kept in Lua and written back once (the script is atomic), so a URL
 -- costs three writes: the seen entry, its record and its queue entry.
@@ -8,6 +9,7 @@ local max_in_flight = tonumber(ARGV[4])
 local bucket = tonumber(ARGV[5])
 local buckets = tonumber(ARGV[6])
 local SEEN = P .. 'seen'
+local before = marks()
 local useq = tonumber(redis.call('HGET', ST, 'useq') or '0')
 local admitted = {}  -- host -> admitted count, read lazily
 local touched = {}   -- host -> URLs admitted by this call
@@ -47,4 +49,4 @@ for host, n in pairs(touched) do
   redis.call('HINCRBY', hkey(host), 'admitted', n)
   resched(host, max_in_flight)
 end
-return {added, seen, rejected}
+return {index_update(before), {added, seen, rejected}}

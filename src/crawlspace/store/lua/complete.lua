@@ -4,15 +4,17 @@
 -- ARGV: prefix, id, lease id, version, epoch, state, reason, next_allowed_at ('' none), etag,
 -- last_modified, max_in_flight, fetched (0/1), stream maxlen, now, host backoff level and
 -- failure streak ('' for unchanged; frontier/backoff.py).
--- Returns 1 done, 0 stale, -1 illegal transition (nothing written).
+-- Returns {index update (_common.lua), status}: 1 done, 0 stale, -1 illegal transition
+-- (nothing written).
 local id, lid, version, epoch, state = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local max_in_flight = tonumber(ARGV[11])
 local host = current_page(id, lid, version, epoch)
-if not host then return 0 end
+if not host then return {{}, 0} end
 -- frontier/states.py TRANSITIONS['leased'], checked before any write.
 local allowed = {queued = true, fetched = true, redirected = true, excluded = true, failed = true,
   not_modified = true}
-if not allowed[state] then return -1 end
+if not allowed[state] then return {{}, -1} end
+local before = marks()
 local u = ukey(id)
 redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '', 'epoch', '', 'at', ARGV[14])
 if ARGV[9] ~= '' then redis.call('HSET', u, 'etag', ARGV[9]) end
@@ -36,4 +38,4 @@ if state ~= 'queued' then
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
 end
-return 1
+return {index_update(before), 1}

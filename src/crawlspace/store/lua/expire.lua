@@ -2,7 +2,8 @@
 -- tokens back. The fetch may have happened, so the attempt counts and the clock stays put.
 -- The host then waits until `hold` (now + the lost-lease gap): its last request may have ended
 -- just before (store/base.py FrontierLimits.lost_lease_gap).
--- ARGV: prefix, cutoff ('+inf' at recovery), max_in_flight, hold. Returns the number expired.
+-- ARGV: prefix, cutoff ('+inf' at recovery), max_in_flight, hold. Returns
+-- {index update (_common.lua), number expired}: always one, the index sent the client here.
 local max_in_flight = tonumber(ARGV[3])
 local hold = ARGV[4]
 local expired = 0
@@ -24,4 +25,4 @@ for _, member in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', ARGV[2])) do
     end
   end
 end
-return expired
+return {index_update(nil), expired}

@@ -1,7 +1,8 @@
 -- Grant up to `limit` leases from this bucket's hosts whose next-allowed time is <= now.
 -- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket.
--- Returns 14 fields per lease: kind, lease id, host, url, id, version, attempt, depth, hops,
--- etag, last_modified ('' for none), source, host backoff level, host failure streak.
+-- Returns {index update (_common.lua), leases}: 14 fields per lease: kind, lease id, host, url,
+-- id, version, attempt, depth, hops, etag, last_modified ('' for none), source, host backoff
+-- level, host failure streak.
 local now = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local expires_at, epoch = ARGV[4], ARGV[5]
@@ -49,4 +50,5 @@ while granted < limit do
     resched(host, max_in_flight)
   end
 end
-return out
+-- Always: the index sent the client here, so a mark that was wrong is corrected at once.
+return {index_update(nil), out}

@@ -1,0 +1,131 @@
+"""The crawl-wide bucket index: which buckets may have work, without reading every bucket.
+
+Three keys under their own hash tag ``{ns:idx}`` (one slot, never touched by a bucket script):
+
+    {ns:idx}:ready   zset   bucket -> its earliest ready time (the first score of {ns:bN}:ready)
+    {ns:idx}:leases  zset   bucket -> its earliest lease expiry (the first score of {ns:bN}:leases)
+    {ns:idx}:ver     hash   bucket -> version of the marks above
+
+A bucket script cannot write here (another slot: CROSSSLOT on a cluster), so every write script
+returns its bucket's new marks with a version (``index_update`` in lua/_common.lua) and the client
+copies them here in a second call (lua/index.lua), dropping marks older than those in place. The
+index is a hint, never the authority: the lease and expire scripts re-check their bucket, and
+their replies correct a mark that sent the client to a bucket with nothing to do.
+
+A worker that dies between the two calls, a lost reply or a failover can leave a mark that hides
+a ready host or a lease. Two repairs bound that: every ``lease()``/``expire_leases()`` call sweeps a
+slice of buckets so each worker re-reads every bucket at least once per ``sweep_seconds`` of its
+crawl clock (``sweep``), and ``next_ready_at`` confirms an empty index with a full read before it
+tells a worker the crawl is over (``resync``). So a ready host waits at most ``sweep_seconds`` for
+a mark it lost, and no worker stops while work is left.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crawlspace.store.redis_frontier import RedisFrontier
+
+# Buckets re-read per sweep step: one pipelined call, whatever the bucket count.
+SWEEP_CHUNK = 32
+# bucket -> (version, ready mark, lease mark), marks as Redis formats scores, '' for none.
+Marks = dict[int, tuple[int, str, str]]
+
+
+def parse_update(reply: Sequence[Any]) -> tuple[int, str, str] | None:
+    """A script's ``index_update`` reply: {} (marks unchanged) or {version, ready, lease}."""
+    if not reply:
+        return None
+    return int(reply[0]), str(reply[1]), str(reply[2])
+
+
+class BucketIndex:
+    """The ``{ns:idx}`` keys of one frontier, and this worker's sweep over its buckets."""
+
+    def __init__(self, frontier: RedisFrontier, sweep_seconds: float) -> None:
+        self._f = frontier
+        self.prefix = f"{{{frontier.namespace}:idx}}:"
+        self.sweep_seconds = sweep_seconds
+        self._swept_at: float | None = None
+        # Workers start their sweeps at different buckets, so together they cover more of them.
+        self._cursor = random.randrange(frontier.buckets)
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def apply(self, marks: Marks, *, forced: bool = False) -> None:
+        """Copy bucket marks here; unforced marks older than those in place are dropped."""
+        if not marks:
+            return
+        args: list[object] = [self.prefix, int(forced)]
+        for bucket, (version, ready, lease) in marks.items():
+            args += [bucket, version, ready, lease]
+        self._f.run_key("index", self.prefix + "ver", args)
+
+    def apply_replies(self, buckets: Iterable[int], replies: Iterable[Sequence[Any]]) -> list[Any]:
+        """Apply the index updates of ``[update, result]`` script replies; return the results."""
+        marks: Marks = {}
+        results: list[Any] = []
+        for bucket, (update, result) in zip(buckets, replies, strict=True):
+            parsed = parse_update(update)
+            # Replies of one batch that share a bucket: the newest version wins here too.
+            if parsed is not None and (bucket not in marks or marks[bucket][0] < parsed[0]):
+                marks[bucket] = parsed
+            results.append(result)
+        self.apply(marks)
+        return results
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def ready_buckets(self, at: str, limit: int) -> list[int]:
+        """Up to ``limit`` buckets whose earliest ready time is <= ``at``, longest-waiting first."""
+        key = self.prefix + "ready"
+        found = self._f.retrying(lambda: self._f.client.zrangebyscore(key, "-inf", at, 0, limit))
+        return [int(b) for b in found]
+
+    def due_lease_buckets(self, at: str) -> list[int]:
+        key = self.prefix + "leases"
+        found = self._f.retrying(lambda: self._f.client.zrangebyscore(key, "-inf", at))
+        return [int(b) for b in found]
+
+    def first(self, which: str) -> float | None:
+        """The earliest mark of ``which`` ("ready" or "leases") over all buckets, or None."""
+        key = self.prefix + which
+        first = self._f.retrying(lambda: self._f.client.zrange(key, 0, 0, withscores=True))
+        return float(first[0][1]) if first else None
+
+    def peek(self, buckets: Sequence[int], at: str) -> list[tuple[int, str, str, int]]:
+        """Each bucket's (version, ready mark, lease mark, hosts ready at ``at``), each read
+        atomically."""
+        replies = self._f.run_many("peek", [(b, (at,)) for b in buckets])
+        return [(int(v), str(r), str(lm), int(n)) for v, r, lm, n in replies]
+
+    # -- repairs ----------------------------------------------------------------------------
+
+    def resync(self, buckets: Sequence[int], at: str) -> list[tuple[int, str, str, int]]:
+        """Re-read ``buckets`` and write their marks whatever the versions in place: this repairs
+        a mark that a lost update left behind or a failover rolled back (a newer update racing
+        with this write can be undone by it; the next sweep repairs that too)."""
+        peeks = self.peek(buckets, at)
+        self.apply({b: p[:3] for b, p in zip(buckets, peeks, strict=True)}, forced=True)
+        return peeks
+
+    def sweep(self, now: float, at: str) -> None:
+        """Re-read the next slice of buckets, so that all of them are re-read at least once per
+        ``sweep_seconds`` of ``now``: a constant cost per step, whatever the bucket count."""
+        total = self._f.buckets
+        if self._swept_at is None or now < self._swept_at:
+            self._swept_at = now
+            return
+        chunk = min(SWEEP_CHUNK, total)
+        interval = self.sweep_seconds * chunk / total
+        steps = int((now - self._swept_at) / interval) if interval > 0 else total
+        if steps <= 0:
+            return
+        self._swept_at += steps * interval if interval > 0 else 0.0
+        count = min(total, steps * chunk)
+        buckets = [(self._cursor + i) % total for i in range(count)]
+        self._cursor = (self._cursor + count) % total
+        self.resync(buckets, at)
