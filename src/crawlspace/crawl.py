@@ -376,7 +376,10 @@ class Crawler:
             completion = await visitor.visit_page(lease, record, rules)
             await self._commit(lease, completion)
         except asyncio.CancelledError:
-            self.store.release(lease, self.clock.now())
+            # Given back so a resume need not wait for it to expire. On an unwritable disk the
+            # lease stays in the file instead, and recover() returns it on the next start.
+            with contextlib.suppress(OSError, sqlite3.DatabaseError):
+                self.store.release(lease, self.clock.now())
             raise
         except (OSError, sqlite3.DatabaseError) as exc:
             # The output is unwritable (disk full, quota, read-only): every further visit would
