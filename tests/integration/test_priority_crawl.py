@@ -144,26 +144,35 @@ def _docs_site() -> Site:
     return Site("docs", routes, trap)
 
 
-def _crawl_docs(tmp_path: Path, policy: str) -> list[str]:
-    with WebFarm({"docs": _docs_site()}) as farm:
+def _crawl_site(site: Site, out: Path, **settings: object) -> list[str]:
+    """Crawl ``site`` alone with zero delay; the paths it served, in order (robots.txt left out)."""
+    with WebFarm({site.name: site}) as farm:
         config = CrawlConfig(
             allow_nets=("127.0.0.0/8",),
             min_delay=0.0,
             delay_factor=0.0,
             progress=False,
-            max_pages=NORMAL,
-            priority_policy=policy,  # type: ignore[arg-type]
-            max_urls_per_template=None,
-            discovery_trap_ratio=1e9,  # the ratio demotion is a different defense
+            **settings,  # type: ignore[arg-type]
         )
-        crawler = Crawler(config, tmp_path / policy)
+        crawler = Crawler(config, out)
         try:
-            crawler.add_seeds([farm.url("docs", "/")])
+            crawler.add_seeds([farm.url(site.name, "/")])
             crawler.run()
         finally:
             crawler.close()
         farm.wait_idle()
-        return [p for p in farm.paths_for("docs") if p != "/robots.txt"]
+        return [p for p in farm.paths_for(site.name) if p != "/robots.txt"]
+
+
+def _crawl_docs(tmp_path: Path, policy: str) -> list[str]:
+    return _crawl_site(
+        _docs_site(),
+        tmp_path / policy,
+        max_pages=NORMAL,
+        priority_policy=policy,
+        max_urls_per_template=None,
+        discovery_trap_ratio=1e9,  # the ratio demotion is a different defense
+    )
 
 
 def test_aopic_trap_share_of_fetches_falls_over_time(tmp_path: Path) -> None:
@@ -183,22 +192,9 @@ def test_priority_patterns_reorder_a_host_queue(tmp_path: Path) -> None:
     hrefs = [f"/about{i}.html" for i in range(4)] + [f"/product/{i}.html" for i in range(4)]
     routes = {"/robots.txt": NO_ROBOTS, "/": _page(hrefs)}
     routes.update({h: _page([]) for h in hrefs})
-    with WebFarm({"shop": Site("shop", routes)}) as farm:
-        config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",),
-            min_delay=0.0,
-            delay_factor=0.0,
-            progress=False,
-            priority_patterns=("5 /product/*",),
-        )
-        crawler = Crawler(config, tmp_path / "out")
-        try:
-            crawler.add_seeds([farm.url("shop", "/")])
-            crawler.run()
-        finally:
-            crawler.close()
-        farm.wait_idle()
-        fetched = [p for p in farm.paths_for("shop") if p != "/robots.txt"]
+    fetched = _crawl_site(
+        Site("shop", routes), tmp_path / "out", priority_patterns=("5 /product/*",)
+    )
     assert fetched[0] == "/"
     assert all(p.startswith("/product/") for p in fetched[1:5])
     assert sorted(fetched[5:]) == [f"/about{i}.html" for i in range(4)]
@@ -216,22 +212,7 @@ def test_path_ascending_discovery_finds_unlinked_directories(
         "/docs/": _page([]),
         "/docs/guide/hidden.html": _page([]),
     }
-    with WebFarm({"site": Site("site", routes)}) as farm:
-        config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",),
-            min_delay=0.0,
-            delay_factor=0.0,
-            progress=False,
-            path_ascending=ascending,
-        )
-        crawler = Crawler(config, tmp_path / "out")
-        try:
-            crawler.add_seeds([farm.url("site", "/")])
-            crawler.run()
-        finally:
-            crawler.close()
-        farm.wait_idle()
-        fetched = sorted(p for p in farm.paths_for("site") if p != "/robots.txt")
+    fetched = sorted(_crawl_site(Site("site", routes), tmp_path / "out", path_ascending=ascending))
     if ascending:
         assert fetched == sorted(set(routes) - {"/robots.txt"})
     else:
