@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from crawlspace.config import CrawlConfig
 from crawlspace.dedup.simhash import simhash64
-from crawlspace.discovery.links import Discovery
+from crawlspace.discovery.links import Discovery, prenormalize
 from crawlspace.discovery.sitemaps import SITEMAP_SOURCE, admit_sitemap_body, is_sitemap_response
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.faults import crash_point
@@ -288,17 +288,13 @@ class Visitor:
             response.header_values("x-robots-tag"), self.config.product_token
         )
         nofollow = content.nofollow or header_directives.nofollow
-        if content.prelinks is not None:  # normalized in the parse worker
-            admission = self.discovery.admit_prenormalized(
-                content.prelinks, parent_depth=lease.depth, page_nofollow=nofollow
-            )
-        else:
-            admission = self.discovery.admit_links(
-                content.links,
-                base_url=content.base_url,
-                parent_depth=lease.depth,
-                page_nofollow=nofollow,
-            )
+        # The built-in processor normalized its links in the parse worker; others send hrefs.
+        prelinks = content.prelinks
+        if prelinks is None:
+            prelinks = prenormalize(content.links, content.base_url)
+        admission = self.discovery.admit_prenormalized(
+            prelinks, parent_depth=lease.depth, page_nofollow=nofollow
+        )
         if self.config.path_ascending:
             self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
         completion.links = admission.links
