@@ -54,10 +54,23 @@ def discovered(lease_url: str, k: int) -> list[UrlCandidate]:
     return [UrlCandidate(f"{lease_url}/n{j}", host, 2, 20) for j in range(k)]
 
 
-def cycles(store: SqliteStore, count: int, batch: int, discover: int, now: float) -> int:
+class Split:
+    """Seconds spent inside ``lease`` and inside ``complete_many`` during the cycles."""
+
+    def __init__(self) -> None:
+        self.lease_s = 0.0
+        self.complete_s = 0.0
+
+
+def cycles(
+    store: SqliteStore, count: int, batch: int, discover: int, now: float, *, split: Split
+) -> int:
     grants = 0
     while grants < count:
+        t0 = time.perf_counter()
         leases = store.lease(now, batch, 100.0)
+        t1 = time.perf_counter()
+        split.lease_s += t1 - t0
         if not leases:
             break
         items = [
@@ -69,19 +82,21 @@ def cycles(store: SqliteStore, count: int, batch: int, discover: int, now: float
             )
             for lease in leases
         ]
+        t2 = time.perf_counter()
         store.complete_many(items, now)
+        split.complete_s += time.perf_counter() - t2
         grants += len(leases)
         now += 1e-6
     return grants
 
 
-def resume(db_path: Path, batch: int, discover: int) -> None:
+def resume(db_path: Path, batch: int, discover: int, bloom_urls: int) -> None:
     """Run in a child process: reopen as a resumed crawl does, then lease."""
     t0 = time.perf_counter()
     store = SqliteStore(
         db_path,
         FrontierLimits(),
-        seen_filter=dedup_seen_filter(1_000_000, 0.01),
+        seen_filter=dedup_seen_filter(bloom_urls, 0.01),
         near_index=NearDuplicateIndex(3),
     )
     store.recover(2.0)
@@ -90,7 +105,7 @@ def resume(db_path: Path, batch: int, discover: int) -> None:
     for lease in first:
         store.release(lease, 2.0)
     t0 = time.perf_counter()
-    grants = cycles(store, 10_000, batch, discover, 2.0)
+    grants = cycles(store, 10_000, batch, discover, 2.0, split=Split())
     rate = grants / (time.perf_counter() - t0)
     store.close()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -107,14 +122,20 @@ def main() -> None:
     parser.add_argument("--no-group-commit", dest="group_commit", action="store_false")
     parser.add_argument("--discover", type=int, default=0, help="new URLs per completion")
     parser.add_argument("--resume", action="store_true", help="time a resume in a new process")
+    parser.add_argument(
+        "--no-bloom", dest="bloom", action="store_false", help="the exact seen set alone"
+    )
     parser.add_argument("--resume-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.resume_child:
-        resume(Path(args.resume_child), args.batch, args.discover)
+        resume(Path(args.resume_child), args.batch, args.discover, args.urls * 2)
         return
 
     with tempfile.TemporaryDirectory() as tmp:
-        store = SqliteStore(Path(tmp) / "crawl.db", FrontierLimits())
+        # The crawl's seen set: the exact UNIQUE index with a Bloom filter in front, sized as
+        # an operator expecting this many URLs would set bloom_expected_urls.
+        seen = dedup_seen_filter(args.urls * 2, 0.01) if args.bloom else None
+        store = SqliteStore(Path(tmp) / "crawl.db", FrontierLimits(), seen_filter=seen)
         t0 = time.perf_counter()
         for chunk in batches(candidates(args.hosts, args.urls, args.hot), 10_000):
             store.add(chunk, 0.0)
@@ -136,9 +157,10 @@ def main() -> None:
                 else:
                     store.release(lease, now)
 
+        split = Split()
         t0 = time.perf_counter()
         if args.group_commit or args.discover:
-            grants = cycles(store, args.cycles, args.batch, args.discover, now)
+            grants = cycles(store, args.cycles, args.batch, args.discover, now, split=split)
         else:  # one transaction per completion, for comparison
             grants = 0
             while grants < args.cycles:
@@ -164,6 +186,8 @@ def main() -> None:
                     str(args.batch),
                     "--discover",
                     str(args.discover),
+                    "--urls",
+                    str(args.urls),
                 ],
                 capture_output=True,
                 text=True,
@@ -179,7 +203,8 @@ def main() -> None:
     )
     print(
         f"{args.hosts:,} hosts + 1 hot host with {args.hot:,} URLs; {args.urls:,} URLs in all;"
-        f" batch {args.batch}, group commit {'on' if args.group_commit else 'off'}\n"
+        f" batch {args.batch}, group commit {'on' if args.group_commit else 'off'},"
+        f" Bloom filter {'on' if args.bloom else 'off'}\n"
     )
     print("| operation | count | seconds | per second |")
     print("|---|---:|---:|---:|")
@@ -189,6 +214,16 @@ def main() -> None:
     )
     print(f"| enqueue-if-new (all seen) | 50,000 | {seen_s:.2f} | {50_000 / seen_s:,.0f} |")
     print(f"| lease + complete cycles | {grants:,} | {lease_s:.2f} | {grants / lease_s:,.0f} |")
+    if split.lease_s:
+        # The two halves of those cycles, timed apart (leases and completions interleave).
+        print(
+            f"| ... lease grants (time in lease) | {grants:,} | {split.lease_s:.2f}"
+            f" | {grants / split.lease_s:,.0f} |"
+        )
+        print(
+            f"| ... completions (time in complete_many) | {grants:,} | {split.complete_s:.2f}"
+            f" | {grants / split.complete_s:,.0f} |"
+        )
     if args.discover:
         new = grants * args.discover
         print(f"| ... new URLs enqueued by them | {new:,} | {lease_s:.2f} | {new / lease_s:,.0f} |")

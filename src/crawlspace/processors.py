@@ -25,7 +25,9 @@ class ProcessedContent:
     nofollow: bool = False
     # The built-in HTML processor does this work where it parses (a worker process), so the
     # crawl loop, the bottleneck, does not: the text's hashes, and the links normalized and
-    # counted (``links`` is then empty). Other processors may leave them None.
+    # counted (``links`` is then empty). Other processors may leave them None. With the hashes
+    # present the text itself is not needed by the loop: the HTML processor leaves it behind
+    # rather than pickle tens of KB per page back across the process boundary.
     text_sha256: str | None = None
     simhash: int | None = None
     prelinks: PreLinks | None = None
@@ -44,7 +46,6 @@ def process_html(
     return ProcessedContent(
         base_url=page.base_url,
         prelinks=prenormalize(((link.href, link.nofollow) for link in page.links), page.base_url),
-        text=page.text,
         text_sha256=hashlib.sha256(page.text.encode()).hexdigest() if page.text else None,
         simhash=simhash64(page.text) if page.text else None,
         canonical=page.canonical,

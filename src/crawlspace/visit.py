@@ -396,12 +396,12 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
 
 
 def _text_sha256(content: ProcessedContent | None) -> str | None:
-    if content is None or not content.text:
-        return None
-    return content.text_sha256 or hashlib.sha256(content.text.encode()).hexdigest()
+    if content is None or content.text_sha256 is not None:
+        return None if content is None else content.text_sha256
+    return hashlib.sha256(content.text.encode()).hexdigest() if content.text else None
 
 
 def _simhash(content: ProcessedContent | None) -> int | None:
-    if content is None or not content.text:
-        return None
-    return content.simhash if content.simhash is not None else simhash64(content.text)
+    if content is None or content.simhash is not None:
+        return None if content is None else content.simhash
+    return simhash64(content.text) if content.text else None

@@ -146,7 +146,11 @@ class SqliteStore:
             return result
 
     def _add(
-        self, db: sqlite3.Connection, candidates: Sequence[UrlCandidate], now: float
+        self,
+        db: sqlite3.Connection,
+        candidates: Sequence[UrlCandidate],
+        now: float,
+        admitted_urls: list[str] | None = None,
     ) -> AddResult:
         return sqlite_enqueue.add_candidates(
             db,
@@ -155,6 +159,7 @@ class SqliteStore:
             host_ids=self._host_id,
             per_host_limit=self.limits.max_pages_per_host,
             seen_filter=self.seen_filter,
+            admitted_urls=admitted_urls,
         )
 
     def _record_excluded(
@@ -277,7 +282,7 @@ class SqliteStore:
             )
         if completion.counters:
             sqlite_dedup.bump_counters(db, completion.counters)
-        if not requeue:  # per-day/template budgets, discovery window
+        if not requeue:  # per-day and template budgets
             sqlite_traps.apply_budgets(
                 db,
                 lease,
@@ -288,10 +293,23 @@ class SqliteStore:
                 host_ids=self._host_id,
             )
         cash = 0.0 if requeue else self.ranking.take_cash(db, lease.url_id)
+        admitted: list[str] = []
+        over_host_budget = 0
         if completion.discovered:
-            result = self._add(db, completion.discovered, now)
+            result = self._add(db, completion.discovered, now, admitted)
+            over_host_budget = result.rejected.get("budget_host", 0)
             for reason, n in result.rejected.items():
                 completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+        if not requeue:  # the discovery window counts what the links admitted
+            sqlite_traps.account_discovery(
+                db,
+                lease,
+                host_id,
+                completion,
+                admitted=admitted,
+                over_host_budget=over_host_budget,
+                budgets=self.budgets,
+            )
         if not requeue:  # in-link counts, and AOPIC's cash (store/sqlite_priority.py)
             self.ranking.pass_on(db, cash, [c.url for c in completion.discovered])
         if completion.excluded:

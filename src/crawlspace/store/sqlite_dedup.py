@@ -112,6 +112,7 @@ def add_fresh(
     host_id: HostIds,
     *,
     fast: bool,
+    admitted_urls: list[str] | None = None,
 ) -> tuple[int, list[UrlCandidate], set[str]]:
     """Insert the candidates the filter proves new; return (added, the rest, maybe-seen URLs).
 
@@ -159,6 +160,8 @@ def add_fresh(
         [(n, n, hid) for hid, n in per_host.items()],
     )
     db.execute("RELEASE seen_fresh")
+    if admitted_urls is not None:
+        admitted_urls.extend(cand.url for cand in fresh)
     return len(fresh), rest, maybe
 
 

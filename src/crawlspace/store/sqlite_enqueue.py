@@ -27,16 +27,25 @@ def add_candidates(
     host_ids: HostIds,
     per_host_limit: int | None,
     seen_filter: SeenFilter | None,
+    admitted_urls: list[str] | None = None,
 ) -> AddResult:
     """Enqueue-if-new: each URL not in ``urls`` becomes a queued row (the UNIQUE url is the
-    exact seen set), counted on its host; returns what was added, seen and refused."""
+    exact seen set), counted on its host; returns what was added, seen and refused, and appends
+    the queued URLs to ``admitted_urls`` when given."""
     added = seen = 0
     rejected: Counter[str] = Counter()
     admitted: dict[int, int] = {}
+    queued_per_host: Counter[int] = Counter()
     maybe_seen: set[str] = set()
     if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite_dedup.py)
         added, candidates, maybe_seen = sqlite_dedup.add_fresh(
-            db, seen_filter, candidates, now, host_ids, fast=per_host_limit is None
+            db,
+            seen_filter,
+            candidates,
+            now,
+            host_ids,
+            fast=per_host_limit is None,
+            admitted_urls=admitted_urls,
         )
     for cand in candidates:
         host_id = host_ids(db, cand.host_key)
@@ -105,12 +114,16 @@ def add_candidates(
                 seen_filter.note_false_positive()
             if host_id in admitted:
                 admitted[host_id] += 1
-            db.execute(
-                "UPDATE hosts SET queued = queued + 1, admitted = admitted + 1 WHERE id = ?",
-                (host_id,),
-            )
+            queued_per_host[host_id] += 1
+            if admitted_urls is not None:
+                admitted_urls.append(cand.url)
         else:
             seen += 1
+    # One counter update per host, not per URL.
+    db.executemany(
+        "UPDATE hosts SET queued = queued + ?, admitted = admitted + ? WHERE id = ?",
+        [(n, n, host_id) for host_id, n in queued_per_host.items()],
+    )
     if seen_filter is not None:
         sqlite_dedup.bump_counters(db, seen_filter.drain_counters())
     return AddResult(added=added, already_seen=seen, rejected=dict(rejected))

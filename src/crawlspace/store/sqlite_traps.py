@@ -8,7 +8,6 @@ a crash can neither lose nor double a count.
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -19,7 +18,7 @@ from crawlspace.frontier.budgets import DiscoveryWindow, advance_window, url_tem
 from crawlspace.frontier.revisit import DAY, RevisitPolicy
 from crawlspace.records import Completion, Lease, UrlCandidate
 
-__all__ = ["StoreBudgets", "apply_budgets", "new_urls", "trap_stats"]
+__all__ = ["StoreBudgets", "account_discovery", "apply_budgets", "new_urls", "trap_stats"]
 
 _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay far below
 
@@ -156,34 +155,48 @@ def apply_budgets(
     budgets: StoreBudgets,
     host_ids: HostIds,
 ) -> None:
-    """Before the completion's links are added: template caps, the per-day page budget and the
-    discovery window of the page's host (a flagged host's new links sink in its queue)."""
+    """Before the completion's links are added: the per-day page budget and the template caps
+    of the page's host (over-budget links become exclusions)."""
     rejections: Counter[str] = Counter()
-    fetched_page = completion.fetch is not None and completion.state == "fetched"
     if completion.fetch is not None and budgets.max_pages_per_host_per_day:
         _count_day(db, host_id, now, budgets.max_pages_per_host_per_day, rejections)
-    fresh = new_urls(db, completion.discovered) if completion.discovered else []
-    if fresh and budgets.max_urls_per_template:
-        fresh_set = {c.url for c in fresh}
+    if completion.discovered and budgets.max_urls_per_template:
+        fresh = new_urls(db, completion.discovered)
         _, over = _cap_templates(db, fresh, budgets.max_urls_per_template, host_ids)
         if over:
             dropped = {c.url for c in over}
             completion.discovered = [c for c in completion.discovered if c.url not in dropped]
             completion.excluded = [*completion.excluded, *((u, "budget_template") for u in dropped)]
             rejections["budget_template"] += len(dropped)
-            fresh = [c for c in fresh if c.url in fresh_set - dropped]
-    if fetched_page:
-        flagged = _advance_discovery(db, host_id, len(fresh), budgets)
-        penalty = budgets.trap_priority_penalty
-        if flagged and penalty and completion.discovered:
-            completion.discovered = [
-                dataclasses.replace(c, priority=c.priority + penalty)
-                if c.host_key == lease.host_key
-                else c
-                for c in completion.discovered
-            ]
     for reason, n in rejections.items():
         completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+
+
+def account_discovery(
+    db: sqlite3.Connection,
+    lease: Lease,
+    host_id: int,
+    completion: Completion,
+    *,
+    admitted: Sequence[str],
+    over_host_budget: int,
+    budgets: StoreBudgets,
+) -> None:
+    """After a fetched page's links are added: its host's discovery window counts the new URLs
+    (``admitted``: the rows just queued, so no lookup repeats the seen test; plus those new
+    ones the per-host budget stored as excluded), and a flagged host's newly admitted links
+    sink in its queue."""
+    if completion.fetch is None or completion.state != "fetched":
+        return
+    found = len(admitted) + over_host_budget
+    flagged = _advance_discovery(db, host_id, found, budgets)
+    penalty = budgets.trap_priority_penalty
+    if flagged and penalty and admitted:
+        same_host = {c.url for c in completion.discovered if c.host_key == lease.host_key}
+        db.executemany(
+            "UPDATE urls SET priority = priority + ? WHERE url = ? AND state = 'queued'",
+            [(penalty, url) for url in admitted if url in same_host],
+        )
 
 
 def trap_stats(db: sqlite3.Connection) -> dict[str, Any]:
