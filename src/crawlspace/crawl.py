@@ -295,7 +295,13 @@ class Crawler:
             now = self.clock.now()
             if config.duration is not None and time.monotonic() - started >= config.duration:
                 self.request_stop("duration")
-            if config.max_pages is not None and self.store.fetched_pages() >= config.max_pages:
+            # Counting the fetch rows is O(rows): only once this process's own count says the
+            # budget may be reached.
+            if (
+                config.max_pages is not None
+                and fetched_before + self.pages_done >= config.max_pages
+                and self.store.fetched_pages() >= config.max_pages
+            ):
                 self.request_stop("max_pages")
             if config.max_bytes is not None and bytes_before + self.bytes_done >= config.max_bytes:
                 self.request_stop("max_bytes")  # the bandwidth budget: lease nothing more
@@ -402,8 +408,10 @@ class Crawler:
         crash_point("after_commit")
         self.telemetry.on_commit(lease.host_key, completion, committed)
         if committed and completion.fetch:
-            self.pages_done += 1
+            # A retried attempt used bandwidth, but the store keeps no fetch row for it (its
+            # response is in the WARC only): not a page done, as max_pages counts fetch rows.
             self.bytes_done += completion.fetch.bytes
+            self.pages_done += completion.state != "queued"
             if completion.fetch.status >= 400:
                 self.errors += 1
         elif completion.state == "failed":

@@ -151,6 +151,7 @@ class SqliteStore:
         candidates: Sequence[UrlCandidate],
         now: float,
         admitted_urls: list[str] | None = None,
+        inlinks: int = 0,
     ) -> AddResult:
         return sqlite_enqueue.add_candidates(
             db,
@@ -160,6 +161,7 @@ class SqliteStore:
             per_host_limit=self.limits.max_pages_per_host,
             seen_filter=self.seen_filter,
             admitted_urls=admitted_urls,
+            inlinks=inlinks,
         )
 
     def _record_excluded(
@@ -295,8 +297,13 @@ class SqliteStore:
         cash = 0.0 if requeue else self.ranking.take_cash(db, lease.url_id)
         admitted: list[str] = []
         over_host_budget = 0
+        # A followed link is an in-link of its target (store/sqlite_priority.py): a row it
+        # creates starts with the count, so only known targets are updated below.
+        counted_at_insert = not requeue and not self.ranking.aopic
         if completion.discovered:
-            result = self._add(db, completion.discovered, now, admitted)
+            result = self._add(
+                db, completion.discovered, now, admitted, inlinks=int(counted_at_insert)
+            )
             over_host_budget = result.rejected.get("budget_host", 0)
             for reason, n in result.rejected.items():
                 completion.rejections[reason] = completion.rejections.get(reason, 0) + n
@@ -311,7 +318,10 @@ class SqliteStore:
                 budgets=self.budgets,
             )
         if not requeue:  # in-link counts, and AOPIC's cash (store/sqlite_priority.py)
-            self.ranking.pass_on(db, cash, [c.url for c in completion.discovered])
+            created = set(admitted) if counted_at_insert else set()
+            self.ranking.pass_on(
+                db, cash, [c.url for c in completion.discovered if c.url not in created]
+            )
         if completion.excluded:
             self._record_excluded(db, completion.excluded, lease.depth + 1, now)
         if completion.rejections:

@@ -113,6 +113,7 @@ def add_fresh(
     *,
     fast: bool,
     admitted_urls: list[str] | None = None,
+    inlinks: int = 0,
 ) -> tuple[int, list[UrlCandidate], set[str]]:
     """Insert the candidates the filter proves new; return (added, the rest, maybe-seen URLs).
 
@@ -142,13 +143,23 @@ def add_fresh(
         hid = host_id(db, cand.host_key)
         per_host[hid] += 1
         rows.append(
-            (cand.url, hid, cand.depth, cand.priority, cand.redirect_hops, cand.source, now, now)
+            (
+                cand.url,
+                hid,
+                cand.depth,
+                cand.priority,
+                cand.redirect_hops,
+                cand.source,
+                now,
+                now,
+                inlinks,
+            )
         )
     db.execute("SAVEPOINT seen_fresh")
     try:
         db.executemany(
             "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-            " discovered_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+            " discovered_at, updated_at, inlinks) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
             rows,
         )
     except sqlite3.IntegrityError:

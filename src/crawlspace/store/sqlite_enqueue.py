@@ -28,10 +28,12 @@ def add_candidates(
     per_host_limit: int | None,
     seen_filter: SeenFilter | None,
     admitted_urls: list[str] | None = None,
+    inlinks: int = 0,
 ) -> AddResult:
     """Enqueue-if-new: each URL not in ``urls`` becomes a queued row (the UNIQUE url is the
     exact seen set), counted on its host; returns what was added, seen and refused, and appends
-    the queued URLs to ``admitted_urls`` when given."""
+    the queued URLs to ``admitted_urls`` when given. ``inlinks`` (1 for a fetched page's links)
+    starts the in-link count of the rows queued, so only known targets need an UPDATE."""
     added = seen = 0
     rejected: Counter[str] = Counter()
     admitted: dict[int, int] = {}
@@ -46,6 +48,7 @@ def add_candidates(
             host_ids,
             fast=per_host_limit is None,
             admitted_urls=admitted_urls,
+            inlinks=inlinks,
         )
     for cand in candidates:
         host_id = host_ids(db, cand.host_key)
@@ -79,11 +82,12 @@ def add_candidates(
         # appears; every other existing row is left alone (the seen test).
         cur = db.execute(
             "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-            " discovered_at, updated_at, lastmod, changefreq, sitemap_priority)"
-            " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"
+            " discovered_at, updated_at, lastmod, changefreq, sitemap_priority, inlinks)"
+            " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
             " host_id = excluded.host_id, depth = excluded.depth,"
-            " priority = excluded.priority, updated_at = excluded.updated_at"
+            " priority = excluded.priority, updated_at = excluded.updated_at,"
+            " inlinks = inlinks + excluded.inlinks"
             " WHERE urls.state = 'excluded' AND urls.reason = 'depth'",
             (
                 cand.url,
@@ -97,6 +101,7 @@ def add_candidates(
                 cand.lastmod,
                 cand.changefreq,
                 cand.sitemap_priority,
+                inlinks,
             ),
         )
         if not cur.rowcount and cand.source == "sitemap_entry":
