@@ -92,6 +92,8 @@ class CrawlConfig:
     dns_negative_seconds: float = 30.0
     # Output.
     warc_max_bytes: int = 1024 * MIB
+    # gzip level of each WARC record (1 fastest: ~4x less CPU, ~50% larger files on HTML).
+    warc_gzip_level: int = 6
     progress: bool = True
     # Telemetry: the samples time series in crawl.db, and a Prometheus endpoint on 127.0.0.1.
     sample_seconds: float = 5.0
@@ -187,6 +189,8 @@ class CrawlConfig:
             raise ConfigError(f"max_depth must be >= 0 (got {self.max_depth})")
         if self.robots_max_bytes < 500 * KIB:
             raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
+        if not 1 <= self.warc_gzip_level <= 9:
+            raise ConfigError("warc_gzip_level must be 1..9")
         if self.bloom_expected_urls < 0 or not 0.0 < self.bloom_fp_rate < 1.0:
             raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
         if not 0 <= self.near_duplicate_bits < 64:

@@ -222,7 +222,10 @@ class Crawler:
             log.info("recovered WARC file %s", fixed)
             self._count_unreferenced(fixed)
         warc = WarcWriter(
-            warc_dir, max_bytes=self.config.warc_max_bytes, software=f"crawlspace/{__version__}"
+            warc_dir,
+            max_bytes=self.config.warc_max_bytes,
+            software=f"crawlspace/{__version__}",
+            compress_level=self.config.warc_gzip_level,
         )
         transport = self._transport or self._default_transport()
         pools = StagePools(self.config.parse_workers)
