@@ -17,6 +17,7 @@ from typing import Final
 
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
+from crawlspace.dedup.simhash import SCHEME as SIMHASH_SCHEME
 from crawlspace.dedup.simhash import to_signed, to_unsigned
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
 
@@ -179,12 +180,36 @@ def add_fresh(
 # -- content -------------------------------------------------------------------------------------
 
 
+def _first_fetch_of_scheme(db: sqlite3.Connection) -> int:
+    """The first fetch id whose simhash this version computes the same way (dedup/simhash.py).
+
+    A crawl.db written by a version with another hash recipe keeps its old fingerprints (they
+    still group the old clusters), but they are not comparable with new ones, so the index
+    starts after them."""
+    rows = dict(
+        db.execute(
+            "SELECT key, value FROM meta WHERE key IN ('simhash_scheme', 'simhash_first_fetch')"
+        ).fetchall()
+    )
+    if rows.get("simhash_scheme") == SIMHASH_SCHEME and "simhash_first_fetch" in rows:
+        return int(rows["simhash_first_fetch"])
+    (top,) = db.execute("SELECT MAX(id) FROM fetches").fetchone()
+    first = (top or 0) + 1
+    db.executemany(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+        [("simhash_scheme", SIMHASH_SCHEME), ("simhash_first_fetch", str(first))],
+    )
+    return first
+
+
 def rebuild_near_index(db: sqlite3.Connection, index: NearDuplicateIndex) -> int:
-    """On open (resume): every stored non-exact-duplicate fingerprint, under its cluster id."""
+    """On open (resume): every stored non-exact-duplicate fingerprint of the current scheme,
+    under its cluster id."""
     n = 0
     for fetch_id, simhash, cluster in db.execute(
         "SELECT id, simhash, near_dup_of FROM fetches"
-        " WHERE simhash IS NOT NULL AND dup_of IS NULL ORDER BY id"
+        " WHERE simhash IS NOT NULL AND dup_of IS NULL AND id >= ? ORDER BY id",
+        (_first_fetch_of_scheme(db),),
     ):
         index.add(to_unsigned(simhash), cluster if cluster is not None else fetch_id)
         n += 1
