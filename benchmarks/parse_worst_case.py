@@ -55,7 +55,8 @@ async def measure(body: bytes, pools: StagePools) -> tuple[float, float, int]:
     elapsed = time.perf_counter() - started
     done = True
     await tick
-    return elapsed, stall, len(content.links)
+    links = content.prelinks.total if content.prelinks else len(content.links)
+    return elapsed, stall, links
 
 
 async def main() -> None:

@@ -75,6 +75,7 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=16)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--generated", action="store_true", help="use the generated corpus")
+    parser.add_argument("--raw", type=Path, help="also keep py-spy's raw stacks in this file")
     args = parser.parse_args()
     spy = shutil.which("py-spy")
     if spy is None:
@@ -94,6 +95,8 @@ def main() -> int:
             cmd += ["--output", str(raw), "--", *command("crawlspace", seeds, out, args.max_pages)]
             subprocess.run(cmd, check=True, capture_output=True)
             pages = len(fetched_urls("crawlspace", out))
+            if args.raw:
+                shutil.copyfile(raw, args.raw)
         print(f"## Where crawlspace's CPU goes ({corpus.description})\n")
         print(*summarize(raw, pages, args.top), sep="\n")
     finally:

@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlspace.parse.directives import RobotsDirectives
-from crawlspace.parse.html import HtmlPage, RawLink, extract
+from crawlspace.parse.html import (
+    _TAG_RE,
+    _VOID_TAGS,
+    HtmlPage,
+    RawLink,
+    _nesting_bound,
+    extract,
+)
 
 PAGE = "http://example.com/dir/page.html"
 TOKEN = "CrawlspaceBot"
@@ -309,3 +316,57 @@ _FRAGMENTS = st.sampled_from(
 def test_extract_never_raises_on_tag_soup(parts: list[str]) -> None:
     page = parse("".join(parts))
     assert all(link.href.strip() and not link.href.strip().startswith("#") for link in page.links)
+
+
+def _reference_nesting_work(html: str) -> int:
+    """The nesting guard's definition, tag by tag (as parse/html.py scans over-bound pages)."""
+    depth = work = 0
+    for closing, name in _TAG_RE.findall(html):
+        if closing:
+            depth = max(depth - 1, 0)
+        elif name.lower() not in _VOID_TAGS:
+            depth += 1
+        work += depth
+    return work
+
+
+_TAG_SOUP = st.lists(
+    st.sampled_from(
+        [
+            "<div>",
+            "</div>",
+            "<br>",
+            "<BR/>",
+            "<bring>",
+            "</br>",
+            "<img src=x>",
+            "<colgroup>",
+            "<col>",
+            "< div>",
+            "<1>",
+            "text",
+            "<",
+            "</",
+            "<p>",
+            "</P>",
+            "<Meta charset=x>",
+            "</ ",
+            "</1",
+            "<a>",
+        ]
+    ),
+    max_size=300,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TAG_SOUP, st.integers(min_value=1, max_value=40))
+def test_the_nesting_bound_is_never_below_the_work(html: str, chunks: int) -> None:
+    # Slices cut tags anywhere: a boundary may only raise the bound.
+    assert _nesting_bound(html, chunks) >= _reference_nesting_work(html)
+
+
+def test_the_nesting_bound_catches_junk_end_tags() -> None:
+    # "</ " is not an end tag: it must not cancel the depth of the <div>s around it.
+    html = "<div></ " * 30_000
+    assert _nesting_bound(html) >= _reference_nesting_work(html) > 100_000_000
