@@ -228,7 +228,7 @@ class Crawler:
             compress_level=self.config.warc_gzip_level,
         )
         transport = self._transport or self._default_transport()
-        pools = StagePools(self.config.parse_workers)
+        pools = StagePools(self.config.parse_workers, discovery=self.discovery)
         visitor = Visitor(
             self.config, transport, warc, self.discovery, processors=self.processors, pools=pools
         )

@@ -6,12 +6,13 @@ A processor is a plain synchronous function so it can run in a worker thread or 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from crawlspace.dedup.simhash import simhash64
-from crawlspace.discovery.links import PreLinks, prenormalize
+from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
 from crawlspace.parse.html import extract
 
 
@@ -52,6 +53,40 @@ def process_html(
         noindex=page.directives.noindex,
         nofollow=page.directives.nofollow,
     )
+
+
+# The crawl's link admission, installed in each parse worker process when it starts
+# (stages.py), so the per-URL policy, scope and trap checks run there and not in the crawl loop.
+_worker_discovery: Discovery | None = None
+
+
+def install_discovery(discovery: Discovery | None) -> None:
+    global _worker_discovery  # noqa: PLW0603 -- one per worker process, set once at its start
+    _worker_discovery = discovery
+
+
+def process_and_admit(
+    processor: ContentProcessor,
+    body: bytes,
+    *,
+    url: str,
+    content_type: str | None,
+    product_token: str,
+    parent_depth: int,
+    header_nofollow: bool,
+) -> tuple[ProcessedContent, Admission | None]:
+    """Run ``processor``; then, where a Discovery is installed, admit its normalized links as
+    the crawl loop would (``None``: not admitted here, the loop does it)."""
+    content = processor(body, url=url, content_type=content_type, product_token=product_token)
+    if _worker_discovery is None or content.prelinks is None:
+        return content, None
+    admission = _worker_discovery.admit_prenormalized(
+        content.prelinks,
+        parent_depth=parent_depth,
+        page_nofollow=content.nofollow or header_nofollow,
+    )
+    # The loop needs the admission only: the normalized links need not travel back too.
+    return dataclasses.replace(content, prelinks=None), admission
 
 
 class ProcessorRegistry:

@@ -26,6 +26,14 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
+from crawlspace.discovery.links import Admission, Discovery
+from crawlspace.processors import (
+    ContentProcessor,
+    ProcessedContent,
+    install_discovery,
+    process_and_admit,
+)
+
 T = TypeVar("T")
 log = logging.getLogger("crawlspace.stages")
 
@@ -48,7 +56,12 @@ def _follow_crawler(crawler_pid: int) -> None:
     threading.Thread(target=watch, name="crawlspace-follow", daemon=True).start()
 
 
-def _picklable(fn: Callable[..., Any]) -> bool:
+def _start_worker(crawler_pid: int, discovery: Discovery | None) -> None:
+    _follow_crawler(crawler_pid)
+    install_discovery(discovery)
+
+
+def _picklable(fn: object) -> bool:
     try:
         pickle.dumps(fn)
     except (pickle.PicklingError, AttributeError, TypeError):
@@ -57,9 +70,16 @@ def _picklable(fn: Callable[..., Any]) -> bool:
 
 
 class StagePools:
-    def __init__(self, parse_workers: int, *, processes: bool = True) -> None:
+    def __init__(
+        self, parse_workers: int, *, processes: bool = True, discovery: Discovery | None = None
+    ) -> None:
         self._threads = ThreadPoolExecutor(parse_workers, thread_name_prefix="crawlspace-parse")
         self._processes: Executor | None = None
+        # Link admission runs in the workers too, given a Discovery they can receive (a URL
+        # filter that is a closure or lambda keeps it in the crawl loop).
+        self.admits_in_workers = processes and discovery is not None and _picklable(discovery)
+        self._discovery = discovery
+        self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
             # spawn: a clean child (never a fork of a process that runs threads) whose parent is
             # the crawler itself, so _follow_crawler can see it go.
@@ -67,8 +87,8 @@ class StagePools:
             self._processes = ProcessPoolExecutor(
                 parse_workers,
                 mp_context=context,
-                initializer=_follow_crawler,
-                initargs=(os.getpid(),),
+                initializer=_start_worker,
+                initargs=(os.getpid(), discovery if self.admits_in_workers else None),
             )
             # Start the workers now, while robots.txt is fetched: a spawned interpreter takes a
             # second or more to import the parser on a busy machine.
@@ -97,6 +117,41 @@ class StagePools:
             self._processes = None
             self._placement.clear()
             return await loop.run_in_executor(self._threads, call)
+
+    async def parse_page(
+        self,
+        processor: ContentProcessor,
+        body: bytes,
+        *,
+        url: str,
+        content_type: str | None,
+        product_token: str,
+        parent_depth: int,
+        header_nofollow: bool,
+    ) -> tuple[ProcessedContent, Admission | None]:
+        """``processor`` on a worker process where it can go (then the worker also admits the
+        links: processors.py), else on a thread; the admission is None when not done there."""
+        kwargs = {"url": url, "content_type": content_type, "product_token": product_token}
+        if self._executor_for(processor) is not self._threads:
+            content, admission = await self.parse(
+                process_and_admit,
+                processor,
+                body,
+                **kwargs,
+                parent_depth=parent_depth,
+                header_nofollow=header_nofollow,
+            )
+            if admission is not None and self._scope_changed():
+                # Seeds added during the crawl widened the scope after the workers got their
+                # copy: the loop admits again with the current one (links travel back too).
+                return await self.parse(processor, body, **kwargs), None
+            return content, admission
+        return await self.parse(processor, body, **kwargs), None
+
+    def _scope_changed(self) -> bool:
+        return self._discovery is not None and self._discovery.scope.revision != (
+            self._scope_revision
+        )
 
     async def archive(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()

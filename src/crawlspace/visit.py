@@ -277,24 +277,30 @@ class Visitor:
         processor = self.processors.for_content_type(response.header("content-type"))
         if processor is None:
             return completion, None
-        content = await self.pools.parse(
+        header_directives = parse_x_robots_tag(
+            response.header_values("x-robots-tag"), self.config.product_token
+        )
+        content, in_worker = await self.pools.parse_page(
             processor,
             response.body,
             url=response.url,
             content_type=response.header("content-type"),
             product_token=self.config.product_token,
+            parent_depth=lease.depth,
+            header_nofollow=header_directives.nofollow,
         )
-        header_directives = parse_x_robots_tag(
-            response.header_values("x-robots-tag"), self.config.product_token
-        )
-        nofollow = content.nofollow or header_directives.nofollow
-        # The built-in processor normalized its links in the parse worker; others send hrefs.
-        prelinks = content.prelinks
-        if prelinks is None:
-            prelinks = prenormalize(content.links, content.base_url)
-        admission = self.discovery.admit_prenormalized(
-            prelinks, parent_depth=lease.depth, page_nofollow=nofollow
-        )
+        if in_worker is not None:
+            admission = in_worker
+        else:  # not admitted in a parse worker (stages.py): here, then
+            # The built-in processor normalized its links; others send hrefs.
+            prelinks = content.prelinks
+            if prelinks is None:
+                prelinks = prenormalize(content.links, content.base_url)
+            admission = self.discovery.admit_prenormalized(
+                prelinks,
+                parent_depth=lease.depth,
+                page_nofollow=content.nofollow or header_directives.nofollow,
+            )
         if self.config.path_ascending:
             self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
         completion.links = admission.links

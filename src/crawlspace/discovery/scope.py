@@ -90,6 +90,8 @@ class Scope:
         if mode not in _MODES:
             raise ValueError(f"scope mode {mode!r}: expected one of host, domain, any")
         self.mode: ScopeMode = mode
+        # Bumped by add_seed: a copy taken earlier (a parse worker's, stages.py) is stale.
+        self.revision = 0
         self._hosts: set[str] = set()
         self._domains: set[str] = set()
         self._allow_any_port: set[str] = set()
@@ -106,6 +108,7 @@ class Scope:
     def add_seed(self, url: str) -> None:
         """Add a normalized seed URL; its host (and registrable domain) become in scope."""
         host = host_of(url)
+        self.revision += 1
         self._hosts.add(host)
         self._domains.add(registrable_domain(host))
 
