@@ -119,6 +119,9 @@ def main() -> None:
     parser.add_argument("--hot", type=int, default=20_000)
     parser.add_argument("--cycles", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument(
+        "--extra-batch", type=int, default=0, help="repeat the cycles with this lease batch"
+    )
     parser.add_argument("--no-group-commit", dest="group_commit", action="store_false")
     parser.add_argument("--discover", type=int, default=0, help="new URLs per completion")
     parser.add_argument("--resume", action="store_true", help="time a resume in a new process")
@@ -172,6 +175,14 @@ def main() -> None:
                 grants += len(leases)
                 now += 1e-6
         lease_s = time.perf_counter() - t0
+        extra: tuple[int, float, Split] | None = None
+        if args.extra_batch:  # the same cycles with bigger lease batches (more concurrency)
+            extra_split = Split()
+            t0 = time.perf_counter()
+            extra_grants = cycles(
+                store, args.cycles, args.extra_batch, args.discover, now, split=extra_split
+            )
+            extra = (extra_grants, time.perf_counter() - t0, extra_split)
         store.close()
         db_bytes = sum(p.stat().st_size for p in Path(tmp).iterdir())
         resumed = None
@@ -223,6 +234,20 @@ def main() -> None:
         print(
             f"| ... completions (time in complete_many) | {grants:,} | {split.complete_s:.2f}"
             f" | {grants / split.complete_s:,.0f} |"
+        )
+    if extra is not None:
+        n, seconds, part = extra
+        print(
+            f"| lease + complete cycles, batch {args.extra_batch} | {n:,} | {seconds:.2f}"
+            f" | {n / seconds:,.0f} |"
+        )
+        print(
+            f"| ... lease grants, batch {args.extra_batch} | {n:,} | {part.lease_s:.2f}"
+            f" | {n / part.lease_s:,.0f} |"
+        )
+        print(
+            f"| ... completions, batch {args.extra_batch} | {n:,} | {part.complete_s:.2f}"
+            f" | {n / part.complete_s:,.0f} |"
         )
     if args.discover:
         new = grants * args.discover
