@@ -57,7 +57,7 @@ class RunResult:
         return 1000 * self.cpu / self.pages if self.pages else float("nan")
 
 
-def crawlspace_config(path: Path, max_pages: int) -> None:
+def crawlspace_config(path: Path, max_pages: int, event_loop: str = "asyncio") -> None:
     lines = [
         "[crawl]",
         f'user_agent = "{USER_AGENT}"',
@@ -69,16 +69,19 @@ def crawlspace_config(path: Path, max_pages: int) -> None:
         "concurrency = 64",
         f"max_depth = {MAX_DEPTH}",
         "progress = false",
+        f'event_loop = "{event_loop}"',
     ]
     if max_pages:
         lines.append(f"max_pages = {max_pages}")
     path.write_text("\n".join(lines) + "\n")
 
 
-def command(crawler: str, seeds: list[str], out: Path, max_pages: int) -> list[str]:
+def command(
+    crawler: str, seeds: list[str], out: Path, max_pages: int, event_loop: str = "asyncio"
+) -> list[str]:
     if crawler == "crawlspace":
         config = out.parent / f"{out.name}.toml"
-        crawlspace_config(config, max_pages)
+        crawlspace_config(config, max_pages, event_loop)
         cli = ["-m", "crawlspace.cli", "crawl", *seeds, "--out", str(out)]
         return [sys.executable, *cli, "--config", str(config), "-q"]
     spider = str(BENCH_DIR / "scrapy_spider.py")
@@ -113,8 +116,9 @@ def run_once(
     expected: set[str],
     *,
     cpus: str | None = None,
+    event_loop: str = "asyncio",
 ) -> RunResult:
-    cmd = command(crawler, seeds, out, max_pages)
+    cmd = command(crawler, seeds, out, max_pages, event_loop)
     if cpus:
         # --cpus pins the crawler (and the processes it starts) to those cores: the 1-core
         # figure for the scaling ratio. The static server is not pinned.
@@ -219,6 +223,9 @@ def main() -> int:
         "--crawlers", default=",".join(CRAWLERS), help="comma-separated subset of the crawlers"
     )
     parser.add_argument("--cpus", help="pin the crawlers to these cores, e.g. 0 (for 1 core)")
+    parser.add_argument(
+        "--event-loop", default="asyncio", choices=("asyncio", "uvloop"), help="crawlspace's loop"
+    )
     args = parser.parse_args()
     crawlers = [c for c in args.crawlers.split(",") if c]
     if not set(crawlers) <= set(CRAWLERS):
@@ -251,7 +258,15 @@ def main() -> int:
                     out = (args.keep or work) / f"{crawler}-{run}"
                     shutil.rmtree(out, ignore_errors=True)
                     out.parent.mkdir(parents=True, exist_ok=True)
-                    result = run_once(crawler, seeds, out, args.max_pages, expected, cpus=cpus)
+                    result = run_once(
+                        crawler,
+                        seeds,
+                        out,
+                        args.max_pages,
+                        expected,
+                        cpus=cpus,
+                        event_loop=args.event_loop,
+                    )
                     results.append(result)
                     print(
                         f"run {run + 1}/{args.runs} {crawler}: {result.pages} pages in"
@@ -269,6 +284,7 @@ def main() -> int:
     print(f"- server: {server.kind}, 1 worker; wrk -t2 -c16 on one page: {ceiling}")
     if cpus:
         print(f"- crawlers pinned to core(s) {cpus} (taskset)")
+    print(f"- crawlspace event loop: {args.event_loop}")
     print(*machine_info(), sep="\n")
     print()
     print(*table(results, corpus, len(expected)), sep="\n")

@@ -61,7 +61,9 @@ class CrawlConfig:
     delay_factor: float = 10.0
     max_in_flight_per_host: int = 1
     concurrency: int = 32
-    parse_workers: int = 2  # threads for parsing (lexbor releases the GIL)
+    parse_workers: int = 2  # parse worker processes (stages.py)
+    # "asyncio" (the stdlib loop) or "uvloop" (libuv; pip install 'crawlspace[uvloop]').
+    event_loop: str = "asyncio"
     duration: float | None = None
     allow_nets: tuple[str, ...] = ()
     resolve: tuple[ResolveOverride, ...] = ()
@@ -189,6 +191,8 @@ class CrawlConfig:
             raise ConfigError(f"max_depth must be >= 0 (got {self.max_depth})")
         if self.robots_max_bytes < 500 * KIB:
             raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
+        if self.event_loop not in ("asyncio", "uvloop"):
+            raise ConfigError(f"event_loop must be asyncio or uvloop, not {self.event_loop!r}")
         if not 1 <= self.warc_gzip_level <= 9:
             raise ConfigError("warc_gzip_level must be 1..9")
         if self.bloom_expected_urls < 0 or not 0.0 < self.bloom_fp_rate < 1.0:

@@ -16,9 +16,10 @@ import os
 import signal
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from crawlspace import __version__
 from crawlspace.clock import Clock, SystemClock
@@ -200,10 +201,24 @@ class Crawler:
     # -- running -------------------------------------------------------------------------------
 
     def run(self) -> CrawlSummary:
-        return asyncio.run(self.run_async())
+        return self._run_loop(self.run_async())
 
     def run_with_progress(self, progress: object) -> CrawlSummary:
-        return asyncio.run(self.run_async(progress))
+        return self._run_loop(self.run_async(progress))
+
+    def _run_loop(self, crawl: Coroutine[Any, Any, CrawlSummary]) -> CrawlSummary:
+        loop_factory = None
+        if self.config.event_loop == "uvloop":
+            try:
+                import uvloop  # optional: imported only when chosen
+            except ImportError:
+                crawl.close()
+                raise ConfigError(
+                    "event_loop = uvloop needs the uvloop package: pip install 'crawlspace[uvloop]'"
+                ) from None
+            loop_factory = uvloop.new_event_loop
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(crawl)
 
     def request_stop(self, reason: str = "signal") -> None:
         if self._stop_reason is None:

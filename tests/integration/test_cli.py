@@ -125,3 +125,15 @@ def test_shared_frontier_options_are_documented(
 def test_stats_needs_a_directory_or_a_frontier(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stats"]) == 2
     assert "give either a crawl directory or --frontier URL" in capsys.readouterr().err
+
+
+def test_unknown_event_loop_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[crawl]\nevent_loop = "trio"\n')
+    code = main(
+        ["crawl", "https://example.org/", "--out", str(tmp_path / "o"), "--config", str(config)]
+    )
+    assert code == 2
+    assert "event_loop must be asyncio or uvloop" in capsys.readouterr().err

@@ -149,3 +149,24 @@ def test_every_fetch_has_a_record_and_export_round_trips(farm_crawl: tuple[WebFa
     assert page["warc_file"].endswith(".warc.gz")
     links = [link for link in iter_records(out, "links") if link["from_url"] == page["url"]]
     assert {link["to_url"] for link in links} >= {farm.url("open", "/p4.html")}
+
+
+def test_the_uvloop_event_loop_crawls_as_politely(tmp_path: Path) -> None:
+    pytest.importorskip("uvloop")
+    sites = {"open": site_with_robots("open", 8, None), "slow": slow_site("slow", 4, SLOW_DELAY)}
+    farm = WebFarm(sites)
+    farm.start()
+    try:
+        out = tmp_path / "crawl"
+        config = TEST_CONFIG + 'event_loop = "uvloop"\n'
+        seeds = [farm.url(name, "/") for name in sites]
+        subprocess.run(crawl_command(out, config, seeds), check=True, timeout=120)
+        assert farm.wait_idle()
+        for name in sites:
+            requests = farm.requests_for(name)
+            assert min(requests, key=lambda r: r.started_at).path_qs == "/robots.txt"
+            assert_polite(requests, MIN_DELAY)
+        fetched = [r for r in iter_records(out, "urls") if r["state"] == "fetched"]
+        assert len(fetched) == len(farm.paths_for("open")) + len(farm.paths_for("slow")) - 2
+    finally:
+        farm.stop()
