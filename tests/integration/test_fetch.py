@@ -290,12 +290,13 @@ async def test_read_idle_timeout(server: RawServer) -> None:
 
 
 async def test_connection_refused() -> None:
+    # Bound but not listening: refused, and no other server can take the port meanwhile.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = CrawlConfig(allow_nets=("127.0.0.0/8",), connect_timeout=2.0, total_timeout=5.0)
-    with pytest.raises(ConnectError):
-        await _fetch(config, FetchRequest(f"http://127.0.0.1:{port}/"))
+        config = CrawlConfig(allow_nets=("127.0.0.0/8",), connect_timeout=2.0, total_timeout=5.0)
+        with pytest.raises(ConnectError):
+            await _fetch(config, FetchRequest(f"http://127.0.0.1:{port}/"))
 
 
 async def test_resolved_hostname_blocked_before_connecting(server: RawServer) -> None:

@@ -66,10 +66,14 @@ def big_robots() -> tuple[str, int, int]:
     return "".join(parts), decisive_at, beyond_at
 
 
-def unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def refusing_port() -> socket.socket:
+    """A socket bound to a loopback port and never listening: connections to the port are
+    refused, and while it is held no server (the farm's included) can be given the port. A
+    port merely found free and released could be handed to one of the farm's sites, making
+    the "refused" host the same host key as a real site."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 def build_sites() -> dict[str, Site]:
@@ -102,7 +106,8 @@ def build_sites() -> dict[str, Site]:
 @pytest.fixture(scope="module")
 def crawled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebFarm, Path, str]]:
     out = tmp_path_factory.mktemp("robots-statuses")
-    refused = f"http://127.0.0.1:{unused_port()}"
+    held = refusing_port()
+    refused = f"http://127.0.0.1:{held.getsockname()[1]}"
     config = CrawlConfig(
         allow_nets=("127.0.0.0/8",),
         scope="any",
@@ -115,7 +120,7 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebFarm,
         robots_max_attempts=ROBOTS_ATTEMPTS,
         progress=False,
     )
-    with WebFarm(build_sites()) as farm:
+    with held, WebFarm(build_sites()) as farm:
         crawler = Crawler(config, out)
         try:
             crawler.add_seeds([farm.url(name, "/") for name in farm.names] + [refused + "/"])
