@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +39,66 @@ MAX_DEPTH = 50  # both crawlers; deeper than any python3.11-doc page from index.
 USER_AGENT = "BenchBot/1.0 (+https://github.com/crawlspace/crawlspace)"
 
 
+class TreeMemory:
+    """Peak memory of a process and all its descendants (crawlspace's parse workers included),
+    sampled from /proc every 0.2 s: the sum of RSS (shared pages counted in every process) and
+    the sum of PSS (shared pages split between the processes that map them; the fair total).
+    ``ru_maxrss`` alone would report only the largest single process."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.peak_rss_kib = 0
+        self.peak_pss_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+        tree, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo.extend(children.get(pid, []))
+        return tree
+
+    @staticmethod
+    def _kib(pid: int, field: str) -> int:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith(field):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            tree = self._tree()
+            self.peak_rss_kib = max(self.peak_rss_kib, sum(self._kib(p, "Rss:") for p in tree))
+            self.peak_pss_kib = max(self.peak_pss_kib, sum(self._kib(p, "Pss:") for p in tree))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 @dataclass(frozen=True)
 class RunResult:
     crawler: str
     wall: float
     cpu: float
-    max_rss_mb: float
+    max_rss_mb: float  # the largest single process (ru_maxrss)
+    tree_rss_mb: float  # peak sum over the process tree
+    tree_pss_mb: float
     pages: int
     covered: int
     returncode: int
@@ -127,8 +182,10 @@ def run_once(
     with log.open("wb") as sink:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
+        memory = TreeMemory(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+        memory.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-2000:]
@@ -140,6 +197,8 @@ def run_once(
         wall=wall,
         cpu=usage.ru_utime + usage.ru_stime,
         max_rss_mb=usage.ru_maxrss / 1024,  # Linux reports KiB
+        tree_rss_mb=memory.peak_rss_kib / 1024,
+        tree_pss_mb=memory.peak_pss_kib / 1024,
         pages=len(urls),
         covered=covered,
         returncode=proc.returncode,
@@ -180,29 +239,36 @@ def median(values: list[float]) -> float:
 def table(results: list[RunResult], corpus: Corpus, expected: int) -> list[str]:
     rows = [
         "| crawler | runs | pages (median) | pages/s | CPU s / 1,000 pages"
-        " | peak RSS MB | coverage |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        " | peak RSS MB, all processes | peak PSS MB, all processes"
+        " | largest process RSS MB | coverage |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    summary: dict[str, tuple[float, float]] = {}
+    summary: dict[str, tuple[float, float, float]] = {}
     for crawler in CRAWLERS:
         mine = [r for r in results if r.crawler == crawler]
         if not mine:  # --crawlers left it out
             continue
         rate = median([r.pages_per_s for r in mine])
-        rss = median([r.max_rss_mb for r in mine])
-        summary[crawler] = (rate, rss)
+        rss = median([r.tree_rss_mb for r in mine])
+        pss = median([r.tree_pss_mb for r in mine])
+        summary[crawler] = (rate, rss, pss)
         coverage = median([r.covered / expected for r in mine]) if expected else float("nan")
         rows.append(
             f"| {crawler} | {len(mine)} | {median([float(r.pages) for r in mine]):,.0f}"
             f" | {rate:,.0f} | {median([r.cpu_per_1000 for r in mine]):.2f}"
-            f" | {rss:,.0f} | {coverage:.1%} |"
+            f" | {rss:,.0f} | {pss:,.0f} | {median([r.max_rss_mb for r in mine]):,.0f}"
+            f" | {coverage:.1%} |"
         )
     if len(summary) < len(CRAWLERS):
         return rows
-    (cs_rate, cs_rss), (sc_rate, sc_rss) = summary["crawlspace"], summary["scrapy"]
+    (cs_rate, cs_rss, cs_pss), (sc_rate, sc_rss, sc_pss) = summary["crawlspace"], summary["scrapy"]
+
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.2f}x" if b else "n/a"
+
     rows.append(
-        f"| crawlspace / Scrapy | | | {cs_rate / sc_rate if sc_rate else float('nan'):.2f}x"
-        f" | | {cs_rss / sc_rss if sc_rss else float('nan'):.2f}x | |"
+        f"| crawlspace / Scrapy | | | {ratio(cs_rate, sc_rate)} | | {ratio(cs_rss, sc_rss)}"
+        f" | {ratio(cs_pss, sc_pss)} | | |"
     )
     return rows
 
@@ -271,7 +337,8 @@ def main() -> int:
                     print(
                         f"run {run + 1}/{args.runs} {crawler}: {result.pages} pages in"
                         f" {result.wall:.1f}s, CPU {result.cpu:.1f}s,"
-                        f" RSS {result.max_rss_mb:.0f} MB, exit {result.returncode}",
+                        f" RSS {result.tree_rss_mb:.0f} MB (PSS {result.tree_pss_mb:.0f}) in all"
+                        f" processes, exit {result.returncode}",
                         file=sys.stderr,
                     )
     finally:

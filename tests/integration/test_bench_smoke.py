@@ -39,6 +39,11 @@ def test_quick_benchmark_runs_both_crawlers_and_prints_table() -> None:
     for crawler in ("crawlspace", "scrapy"):
         assert rows[crawler][1] == "1", rows[crawler]
         assert int(rows[crawler][2].replace(",", "")) > 0, rows[crawler]  # pages fetched
+        # Memory of the whole process tree was sampled: PSS shares the pages that RSS counts
+        # in every process, so at every sample (and at the peaks) it is at most the RSS sum.
+        tree_rss, tree_pss, largest = (float(c.replace(",", "")) for c in rows[crawler][5:8])
+        assert largest > 0, rows[crawler]
+        assert 0 < tree_pss <= tree_rss, rows[crawler]
     assert "crawlspace / Scrapy" in rows
     assert "run 1/1 crawlspace:" in done.stderr
     assert "run 1/1 scrapy:" in done.stderr
