@@ -402,12 +402,16 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
 
 
 def _text_sha256(content: ProcessedContent | None) -> str | None:
-    if content is None or content.text_sha256 is not None:
-        return None if content is None else content.text_sha256
+    if content is None:
+        return None
+    if content.text_sha256 is not None:  # computed in the parse worker
+        return content.text_sha256
     return hashlib.sha256(content.text.encode()).hexdigest() if content.text else None
 
 
 def _simhash(content: ProcessedContent | None) -> int | None:
-    if content is None or content.simhash is not None:
-        return None if content is None else content.simhash
+    if content is None:
+        return None
+    if content.simhash is not None:  # computed in the parse worker
+        return content.simhash
     return simhash64(content.text) if content.text else None

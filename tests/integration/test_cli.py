@@ -33,14 +33,23 @@ def test_bad_seed_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "is not a usable http(s) URL" in capsys.readouterr().err
 
 
-def test_bad_config_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("min_dealy = 3", "unknown setting 'min_dealy'"),
+        ('event_loop = "trio"', "event_loop must be asyncio or uvloop"),
+    ],
+)
+def test_bad_config_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str, message: str
+) -> None:
     config = tmp_path / "c.toml"
-    config.write_text("[crawl]\nmin_dealy = 3\n")
+    config.write_text(f"[crawl]\n{setting}\n")
     code = main(
         ["crawl", "https://example.org/", "--out", str(tmp_path / "o"), "--config", str(config)]
     )
     assert code == 2
-    assert "unknown setting 'min_dealy'" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_stats_of_a_missing_crawl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,15 +134,3 @@ def test_shared_frontier_options_are_documented(
 def test_stats_needs_a_directory_or_a_frontier(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stats"]) == 2
     assert "give either a crawl directory or --frontier URL" in capsys.readouterr().err
-
-
-def test_unknown_event_loop_is_a_clear_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text('[crawl]\nevent_loop = "trio"\n')
-    code = main(
-        ["crawl", "https://example.org/", "--out", str(tmp_path / "o"), "--config", str(config)]
-    )
-    assert code == 2
-    assert "event_loop must be asyncio or uvloop" in capsys.readouterr().err

@@ -287,7 +287,6 @@ class SqliteStore:
         if not requeue:  # per-day and template budgets
             sqlite_traps.apply_budgets(
                 db,
-                lease,
                 host_id,
                 completion,
                 now,

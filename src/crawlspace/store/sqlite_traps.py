@@ -147,7 +147,6 @@ def _advance_discovery(
 
 def apply_budgets(
     db: sqlite3.Connection,
-    lease: Lease,
     host_id: int,
     completion: Completion,
     now: float,
