@@ -20,6 +20,7 @@ import argparse
 import itertools
 import os
 import platform
+import random
 import resource
 import subprocess
 import sys
@@ -46,6 +47,28 @@ def candidates(hosts: int, urls: int, hot: int) -> Iterator[UrlCandidate]:
 def batches(items: Iterator[UrlCandidate], size: int) -> Iterator[list[UrlCandidate]]:
     while chunk := list(itertools.islice(items, size)):
         yield chunk
+
+
+# A crawl enqueues the links of the pages a group commit completes: most of a page's links point
+# into its own site, some to other sites. 64 pages of 50 links, 40 internal and 10 external.
+PAGES_PER_COMMIT, INTERNAL, EXTERNAL = 64, 40, 10
+
+
+def link_batches(hosts: int, count: int, rng: random.Random) -> Iterator[list[UrlCandidate]]:
+    """New URLs as a crawl discovers them, one list per group commit: each page's internal
+    links are random paths of its own host, its external links random paths of other hosts."""
+    made = 0
+    while made < count:
+        batch = []
+        for _ in range(PAGES_PER_COMMIT):
+            host = f"http://h{rng.randrange(hosts)}.example"
+            for _ in range(INTERNAL):
+                batch.append(UrlCandidate(f"{host}/q{rng.getrandbits(40)}", host, 2, 20))
+            for _ in range(EXTERNAL):
+                other = f"http://h{rng.randrange(hosts)}.example"
+                batch.append(UrlCandidate(f"{other}/q{rng.getrandbits(40)}", other, 2, 20))
+        made += len(batch)
+        yield batch
 
 
 def discovered(lease_url: str, k: int) -> list[UrlCandidate]:
@@ -120,6 +143,9 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument(
+        "--link-urls", type=int, default=200_000, help="new URLs enqueued as a crawl's links"
+    )
+    parser.add_argument(
         "--extra-batch", type=int, default=0, help="repeat the cycles with this lease batch"
     )
     parser.add_argument("--no-group-commit", dest="group_commit", action="store_false")
@@ -143,6 +169,11 @@ def main() -> None:
         for chunk in batches(candidates(args.hosts, args.urls, args.hot), 10_000):
             store.add(chunk, 0.0)
         enqueue_s = time.perf_counter() - t0
+        shaped = 0
+        t0 = time.perf_counter()
+        for batch in link_batches(args.hosts, args.link_urls, random.Random(5)):
+            shaped += store.add(batch, 0.0).added
+        shaped_s = time.perf_counter() - t0
         again_batch = list(itertools.islice(candidates(args.hosts, args.urls, args.hot), 50_000))
         t0 = time.perf_counter()
         again = store.add(again_batch, 0.0)
@@ -220,8 +251,13 @@ def main() -> None:
     print("| operation | count | seconds | per second |")
     print("|---|---:|---:|---:|")
     print(
-        f"| enqueue-if-new (new URLs) | {args.urls:,} | {enqueue_s:.2f}"
-        f" | {args.urls / enqueue_s:,.0f} |"
+        f"| enqueue-if-new (new URLs, batches of 10,000 over 10,000 hosts) | {args.urls:,}"
+        f" | {enqueue_s:.2f} | {args.urls / enqueue_s:,.0f} |"
+    )
+    per_commit = PAGES_PER_COMMIT * (INTERNAL + EXTERNAL)
+    print(
+        f"| enqueue-if-new, crawl-shaped ({per_commit:,} links of {PAGES_PER_COMMIT} pages per"
+        f" batch) | {shaped:,} | {shaped_s:.2f} | {shaped / shaped_s:,.0f} |"
     )
     print(f"| enqueue-if-new (all seen) | 50,000 | {seen_s:.2f} | {50_000 / seen_s:,.0f} |")
     print(f"| lease + complete cycles | {grants:,} | {lease_s:.2f} | {grants / lease_s:,.0f} |")

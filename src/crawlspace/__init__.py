@@ -1,8 +1,31 @@
 """crawlspace: a polite, crash-safe web crawler."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from crawlspace.config import CrawlConfig, build_config
-from crawlspace.crawl import Crawler, CrawlSummary
+if TYPE_CHECKING:
+    from crawlspace.config import CrawlConfig, build_config
+    from crawlspace.crawl import Crawler, CrawlSummary
 
 __all__ = ["CrawlConfig", "CrawlSummary", "Crawler", "__version__", "build_config"]
+
+_PUBLIC = {
+    "CrawlConfig": "crawlspace.config",
+    "build_config": "crawlspace.config",
+    "Crawler": "crawlspace.crawl",
+    "CrawlSummary": "crawlspace.crawl",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use (PEP 562): every parse worker process imports this package, and
+    # eagerly importing the crawler (aiohttp, asyncio, warcio, ...) cost each one ~10 MB.
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'crawlspace' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from crawlspace.dedup.simhash import simhash64
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
+from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.html import extract
 
 
@@ -75,9 +76,12 @@ def process_and_admit(
     parent_depth: int,
     header_nofollow: bool,
 ) -> tuple[ProcessedContent, Admission | None]:
-    """Run ``processor``; then, where a Discovery is installed, admit its normalized links as
-    the crawl loop would (``None``: not admitted here, the loop does it)."""
+    """Run ``processor`` (in a parse worker process); then, where a Discovery is installed,
+    admit its normalized links as the crawl loop would (``None``: not admitted here, the loop
+    does it)."""
     content = processor(body, url=url, content_type=content_type, product_token=product_token)
+    if len(body) >= TRIM_AFTER_BYTES:
+        release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)
     if _worker_discovery is None or content.prelinks is None:
         return content, None
     admission = _worker_discovery.admit_prenormalized(

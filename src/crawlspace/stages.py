@@ -19,46 +19,17 @@ import logging
 import multiprocessing
 import os
 import pickle
-import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from crawlspace.discovery.links import Admission, Discovery
-from crawlspace.processors import (
-    ContentProcessor,
-    ProcessedContent,
-    install_discovery,
-    process_and_admit,
-)
+from crawlspace.parse_worker import start_parse_worker
+from crawlspace.processors import ContentProcessor, ProcessedContent, process_and_admit
 
 T = TypeVar("T")
 log = logging.getLogger("crawlspace.stages")
-
-
-def _follow_crawler(crawler_pid: int) -> None:
-    """Worker initializer: exit as soon as the crawler process is gone.
-
-    A crawler killed with SIGKILL cannot shut its pool down, and its workers would otherwise
-    linger forever, holding its stdout open.
-    """
-
-    def watch() -> None:
-        # Not os.kill(pid, 0): a dead crawler stays a zombie until its parent reaps it, and a
-        # parent waiting for our inherited stdout to close would never reap it. Re-parenting
-        # happens the moment the crawler dies.
-        while os.getppid() == crawler_pid:
-            time.sleep(0.2)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="crawlspace-follow", daemon=True).start()
-
-
-def _start_worker(crawler_pid: int, discovery: Discovery | None) -> None:
-    _follow_crawler(crawler_pid)
-    install_discovery(discovery)
 
 
 def _picklable(fn: object) -> bool:
@@ -82,12 +53,12 @@ class StagePools:
         self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
             # spawn: a clean child (never a fork of a process that runs threads) whose parent is
-            # the crawler itself, so _follow_crawler can see it go.
+            # the crawler itself, so the worker can see it go (parse_worker.py).
             context = multiprocessing.get_context("spawn")
             self._processes = ProcessPoolExecutor(
                 parse_workers,
                 mp_context=context,
-                initializer=_start_worker,
+                initializer=start_parse_worker,
                 initargs=(os.getpid(), discovery if self.admits_in_workers else None),
             )
             # Start the workers now, while robots.txt is fetched: a spawned interpreter takes a
