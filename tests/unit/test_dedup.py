@@ -89,16 +89,28 @@ def test_bloom_is_rebuilt_on_resume_and_counts(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_row_the_filter_missed_falls_back_to_the_upsert(tmp_path: Path) -> None:
+def test_rows_the_filter_missed_fall_back_to_the_upsert(tmp_path: Path) -> None:
     path = tmp_path / "crawl.db"
     other = SqliteStore(path)  # another writer of the same file, without a filter
-    url = "http://a.example/x"
-    other.add([UrlCandidate(url, "http://a.example", 1)], 0.0)
+    a, b = "http://a.example", "http://b.example"
+    other.add([UrlCandidate(f"{a}/x", a, 1), UrlCandidate(f"{b}/y", b, 1)], 0.0)
     seen = SeenFilter(100, 0.01)
     store = SqliteStore(path, seen_filter=seen)
-    seen._bloom.clear()  # simulate a filter that lacks the row
-    result = store.add([UrlCandidate(url, "http://a.example", 1)], 0.0)
-    assert (result.added, result.already_seen) == (0, 1)
+    seen._bloom.clear()  # simulate a filter that lacks those rows
+    batch = [f"{a}/x", f"{a}/new", f"{b}/y", f"{b}/new", f"{b}/new2"]
+    admitted: list[str] = []
+    with store._transaction() as db:
+        result = store._add(
+            db,
+            [UrlCandidate(u, u.rsplit("/", 1)[0], 1, source="link") for u in batch],
+            0.0,
+            admitted_urls=admitted,
+        )
+    assert (result.added, result.already_seen) == (3, 2)
+    assert sorted(admitted) == [f"{a}/new", f"{b}/new", f"{b}/new2"]
+    queued = dict(store._db.execute("SELECT host_key, queued FROM hosts").fetchall())
+    assert queued == {a: 2, b: 3}
+    assert store._db.execute("SELECT COUNT(*) FROM urls").fetchone()[0] == 5
     store.close()
     other.close()
 
