@@ -54,19 +54,25 @@ def batches(items: Iterator[UrlCandidate], size: int) -> Iterator[list[UrlCandid
 PAGES_PER_COMMIT, INTERNAL, EXTERNAL = 64, 40, 10
 
 
-def link_batches(hosts: int, count: int, rng: random.Random) -> Iterator[list[UrlCandidate]]:
-    """New URLs as a crawl discovers them, one list per group commit: each page's internal
-    links are random paths of its own host, its external links random paths of other hosts."""
+def link_batches(
+    hosts: int, count: int, rng: random.Random, *, known: float = 0.0, stored_per_host: int = 0
+) -> Iterator[list[UrlCandidate]]:
+    """URLs as a crawl discovers them, one list per group commit: each page's internal links
+    are paths of its own host, its external links paths of other hosts. A ``known`` share of
+    them are URLs ``candidates()`` stored (``stored_per_host`` per host), the rest new."""
     made = 0
     while made < count:
         batch = []
         for _ in range(PAGES_PER_COMMIT):
-            host = f"http://h{rng.randrange(hosts)}.example"
-            for _ in range(INTERNAL):
-                batch.append(UrlCandidate(f"{host}/q{rng.getrandbits(40)}", host, 2, 20))
-            for _ in range(EXTERNAL):
-                other = f"http://h{rng.randrange(hosts)}.example"
-                batch.append(UrlCandidate(f"{other}/q{rng.getrandbits(40)}", other, 2, 20))
+            page_host = rng.randrange(hosts)
+            for n in range(INTERNAL + EXTERNAL):
+                h = page_host if n < INTERNAL else rng.randrange(hosts)
+                host = f"http://h{h}.example"
+                if rng.random() < known:
+                    path = f"/p{h + hosts * rng.randrange(stored_per_host)}"
+                else:
+                    path = f"/q{rng.getrandbits(40)}"
+                batch.append(UrlCandidate(host + path, host, 2, 20))
         made += len(batch)
         yield batch
 
@@ -174,6 +180,21 @@ def main() -> None:
         for batch in link_batches(args.hosts, args.link_urls, random.Random(5)):
             shaped += store.add(batch, 0.0).added
         shaped_s = time.perf_counter() - t0
+        # The same shape with the duplicate share of a real crawl's links (python3.11-doc:
+        # 85% of normalized links were already known).
+        mixed = mixed_added = 0
+        t0 = time.perf_counter()
+        per_host = (args.urls - args.hot) // args.hosts
+        for batch in link_batches(
+            args.hosts,
+            args.link_urls,
+            random.Random(6),
+            known=0.85,
+            stored_per_host=per_host,
+        ):
+            mixed += len(batch)
+            mixed_added += store.add(batch, 0.0).added
+        mixed_s = time.perf_counter() - t0
         again_batch = list(itertools.islice(candidates(args.hosts, args.urls, args.hot), 50_000))
         t0 = time.perf_counter()
         again = store.add(again_batch, 0.0)
@@ -258,6 +279,10 @@ def main() -> None:
     print(
         f"| enqueue-if-new, crawl-shaped ({per_commit:,} links of {PAGES_PER_COMMIT} pages per"
         f" batch) | {shaped:,} | {shaped_s:.2f} | {shaped / shaped_s:,.0f} |"
+    )
+    print(
+        f"| enqueue-if-new, crawl-shaped, 85% known ({mixed_added:,} of them new) | {mixed:,}"
+        f" | {mixed_s:.2f} | {mixed / mixed_s:,.0f} |"
     )
     print(f"| enqueue-if-new (all seen) | 50,000 | {seen_s:.2f} | {50_000 / seen_s:,.0f} |")
     print(f"| lease + complete cycles | {grants:,} | {lease_s:.2f} | {grants / lease_s:,.0f} |")

@@ -286,3 +286,34 @@ def test_fingerprints_of_another_simhash_scheme_stay_out_of_the_near_index(
     SqliteStore(db_path, near_index=index).close()
     assert len(index) == 1
     assert index.find(0xABCD) is not None
+
+
+def test_known_urls_are_settled_in_bulk_and_the_rest_keep_their_paths(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "crawl.db", seen_filter=SeenFilter(1000, 0.01))
+    h = "http://a.example"
+    try:
+        known = [UrlCandidate(f"{h}/k{i}", h, 1, source="link") for i in range(1200)]
+        assert store.add(known, 0.0).added == 1200
+        with store._transaction() as db:
+            store._record_excluded(db, [(f"{h}/deep", "depth")], 9, 0.0)
+        mapped = UrlCandidate(
+            f"{h}/k7", h, 1, source="sitemap_entry", lastmod="2026-01-02", changefreq="daily"
+        )
+        batch = [
+            *known,  # more than one lookup chunk of known URLs: all seen
+            UrlCandidate(f"{h}/deep", h, 1, source="link"),  # a shallower path re-admits it
+            UrlCandidate(f"{h}/new", h, 1, source="link"),
+            UrlCandidate(f"{h}/new", h, 1, source="link"),  # twice in one batch
+            mapped,  # known, but its sitemap metadata is kept
+        ]
+        result = store.add(batch, 1.0)
+        assert (result.added, result.already_seen) == (2, 1200 + 2)
+        rows = dict(store._db.execute("SELECT url, state FROM urls").fetchall())
+        assert rows[f"{h}/deep"] == rows[f"{h}/new"] == "queued"
+        assert store._db.execute(
+            "SELECT lastmod, changefreq FROM urls WHERE url = ?", (f"{h}/k7",)
+        ).fetchone() == ("2026-01-02", "daily")
+        queued = store._db.execute("SELECT queued FROM hosts WHERE host_key = ?", (h,))
+        assert queued.fetchone()[0] == 1202
+    finally:
+        store.close()

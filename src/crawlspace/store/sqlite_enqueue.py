@@ -18,6 +18,42 @@ from crawlspace.store.sqlite_dedup import HostIds
 
 __all__ = ["add_candidates"]
 
+# URLs per lookup when settling known URLs in bulk (well under SQLite's variable limit).
+_LOOKUP_CHUNK = 500
+
+
+def _settle_known(
+    db: sqlite3.Connection, candidates: Sequence[UrlCandidate]
+) -> tuple[list[UrlCandidate], int]:
+    """Drop the candidates whose row exists and stays as it is; return (the rest, how many).
+
+    Most of a crawl's links are known (85% on python3.11-doc), and one upsert per known URL was
+    the seen test's whole cost. One SELECT per chunk finds them instead. What remains takes the
+    row-by-row path: new URLs (and Bloom false positives), rows a shallower link re-admits
+    (excluded for depth), and sitemap entries, whose metadata is kept on known rows too."""
+    urls = list({cand.url for cand in candidates if cand.source != "sitemap_entry"})
+    settled: set[str] = set()
+    for start in range(0, len(urls), _LOOKUP_CHUNK):
+        chunk = urls[start : start + _LOOKUP_CHUNK]
+        marks = ",".join("?" * len(chunk))
+        # Both lookups read an index only (url's UNIQUE index, the small depth-excluded one):
+        # reading the rows' state instead cost a random table page per known URL.
+        settled.update(
+            url for (url,) in db.execute(f"SELECT url FROM urls WHERE url IN ({marks})", chunk)
+        )
+        settled.difference_update(
+            url
+            for (url,) in db.execute(
+                f"SELECT url FROM urls INDEXED BY urls_depth_excluded WHERE url IN ({marks})"
+                " AND state = 'excluded' AND reason = 'depth'",
+                chunk,
+            )
+        )
+    if not settled:
+        return list(candidates), 0
+    rest = [c for c in candidates if c.url not in settled or c.source == "sitemap_entry"]
+    return rest, len(candidates) - len(rest)
+
 
 def add_candidates(
     db: sqlite3.Connection,
@@ -50,6 +86,7 @@ def add_candidates(
             admitted_urls=admitted_urls,
             inlinks=inlinks,
         )
+    candidates, seen = _settle_known(db, candidates)
     for cand in candidates:
         host_id = host_ids(db, cand.host_key)
         if per_host_limit is not None:

@@ -79,6 +79,10 @@ CREATE TABLE IF NOT EXISTS urls (
 );
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host_id, priority, id) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS urls_leased ON urls (lease_expires_at) WHERE state = 'leased';
+-- The few rows a shallower link may still admit (store/sqlite_enqueue.py): the seen test finds
+-- known URLs in the url index alone and takes these out, without reading the table.
+CREATE INDEX IF NOT EXISTS urls_depth_excluded ON urls (url)
+    WHERE state = 'excluded' AND reason = 'depth';
 
 -- One row per HTTP exchange that produced a response; UNIQUE(url_id, version) makes a second
 -- completion of the same visit impossible even if the lease check were bypassed.
