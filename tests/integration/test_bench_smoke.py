@@ -75,3 +75,35 @@ def test_quick_redis_workers_benchmark_prints_a_row_per_worker_count() -> None:
         assert int(row[2].replace(",", "")) > 0, row  # pages fetched through the shared frontier
     assert rows[0][4] == "1.00x"
     assert "run 1/1 2 worker(s):" in done.stderr
+
+
+FRONTIER_SCRIPT = SCRIPT.parent / "frontier_store_bench.py"
+
+
+def test_small_frontier_store_benchmark_prints_every_row() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(FRONTIER_SCRIPT),
+            *("--hosts", "40", "--urls", "4000", "--hot", "400", "--cycles", "500"),
+            *("--discover", "2", "--link-urls", "3200", "--extra-batch", "128", "--resume"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        cells[0]: cells[1:]
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| operation")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    new_urls = next(v for k, v in rows.items() if k.startswith("enqueue-if-new (new URLs"))
+    assert new_urls[0] == "4,000"
+    mixed = next(v for k, v in rows.items() if "85% known" in k)
+    assert mixed[0] == "3,200"
+    assert int(rows["lease + complete cycles"][0].replace(",", "")) >= 500
+    assert int(rows["lease + complete cycles, batch 128"][0].replace(",", "")) >= 500
+    assert "resume in a new process: first lease after" in done.stdout
