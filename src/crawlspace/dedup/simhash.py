@@ -12,7 +12,7 @@ shingles by their count) counts bits with big-integer popcounts: the hashes pack
 each byte column read as one integer, masked per bit and ``bit_count``-ed. That is C-speed work
 without numpy, whose 16 MB import every parse worker process would otherwise carry (the crawl's
 peak memory is summed over its processes); it is as fast as the earlier numpy version on
-python3.11-doc pages (benchmarks/simhash_bench.py). ``SCHEME`` names the hash recipe:
+python3.11-doc pages (benchmarks/README.md, "Dedup"). ``SCHEME`` names the hash recipe:
 fingerprints of another scheme are not comparable (store/sqlite_dedup.py keeps them out of the
 near-duplicate index).
 """
