@@ -86,7 +86,8 @@ def add_candidates(
             admitted_urls=admitted_urls,
             inlinks=inlinks,
         )
-    candidates, seen = _settle_known(db, candidates)
+    candidates, known = _settle_known(db, candidates)
+    seen += known
     for cand in candidates:
         host_id = host_ids(db, cand.host_key)
         if per_host_limit is not None:
