@@ -94,3 +94,52 @@ def test_kill_9_and_resume_matches_an_uninterrupted_crawl(farm: WebFarm, tmp_pat
     assert warcs
     assert all(p.endswith(".warc.gz") for p in warcs), warcs
     subprocess.run([sys.executable, "-m", "warcio.cli", "check", *warcs], check=True)
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.update(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
+def _is_parse_worker(pid: int) -> bool:
+    try:
+        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an exited child waits for its new parent to reap it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_parse_workers_exit_when_the_crawler_is_killed(farm: WebFarm, tmp_path: Path) -> None:
+    if not Path("/proc/self/task").exists():
+        pytest.skip("needs /proc")
+    proc = subprocess.Popen(resume_command(tmp_path / "out", farm))
+    try:
+        workers: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            workers = set(filter(_is_parse_worker, _children(proc.pid)))
+            time.sleep(0.05)
+        assert len(workers) == 2, "the crawl's two parse workers never started"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while any(map(_running, workers)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(map(_running, workers)), "parse workers outlived the killed crawler"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
