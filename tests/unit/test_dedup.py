@@ -8,12 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
+import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.dedup.simhash import (
+    _WORD,
     _majority_bits,
     _shingle_hashes,
     hamming,
@@ -201,6 +203,19 @@ def test_bit_votes_match_counting_each_bit(hashes: list[int]) -> None:
         1 << bit for bit in range(64) if 2 * sum(h >> bit & 1 for h in hashes) > len(hashes)
     )
     assert _majority_bits(hashes) == expected
+
+
+@given(st.text())
+def test_shingle_hashes_hash_each_word_as_its_own_utf8(text: str) -> None:
+    words = _WORD.findall(text.lower())
+    if not words:
+        return
+    encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+    expected = [xxhash.xxh3_64_intdigest(e) for e in encoded]
+    if len(encoded) >= 2:
+        pairs = zip(encoded[1:], expected[:-1], strict=True)
+        expected = [xxhash.xxh3_64_intdigest(e, h) for e, h in pairs]
+    assert _shingle_hashes(words, 2) == expected
 
 
 def test_shingle_hashes_depend_on_word_order_and_count_every_occurrence() -> None:
