@@ -66,6 +66,24 @@ def install_discovery(discovery: Discovery | None) -> None:
     _worker_discovery = discovery
 
 
+def admit_links(
+    discovery: Discovery,
+    content: ProcessedContent,
+    *,
+    parent_depth: int,
+    header_nofollow: bool,
+) -> Admission:
+    """The page's links through the crawl's admission (in a parse worker, or in the loop when
+    the worker could not): normalized ones as they are, a custom processor's hrefs first
+    normalized against the page's base."""
+    prelinks = content.prelinks
+    if prelinks is None:
+        prelinks = prenormalize(content.links, content.base_url)
+    return discovery.admit_prenormalized(
+        prelinks, parent_depth=parent_depth, page_nofollow=content.nofollow or header_nofollow
+    )
+
+
 def process_and_admit(
     processor: ContentProcessor,
     body: bytes,
@@ -84,10 +102,8 @@ def process_and_admit(
         release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)
     if _worker_discovery is None or content.prelinks is None:
         return content, None
-    admission = _worker_discovery.admit_prenormalized(
-        content.prelinks,
-        parent_depth=parent_depth,
-        page_nofollow=content.nofollow or header_nofollow,
+    admission = admit_links(
+        _worker_discovery, content, parent_depth=parent_depth, header_nofollow=header_nofollow
     )
     # The loop needs the admission only: the normalized links need not travel back too.
     return dataclasses.replace(content, prelinks=None), admission

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from crawlspace.config import CrawlConfig
 from crawlspace.dedup.simhash import simhash64
-from crawlspace.discovery.links import Discovery, prenormalize
+from crawlspace.discovery.links import Discovery
 from crawlspace.discovery.sitemaps import SITEMAP_SOURCE, admit_sitemap_body, is_sitemap_response
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.faults import crash_point
@@ -27,7 +27,7 @@ from crawlspace.frontier.backoff import BackoffPolicy, HostWait
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
-from crawlspace.processors import ProcessedContent, ProcessorRegistry
+from crawlspace.processors import ProcessedContent, ProcessorRegistry, admit_links
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import (
@@ -292,14 +292,11 @@ class Visitor:
         if in_worker is not None:
             admission = in_worker
         else:  # not admitted in a parse worker (stages.py): here, then
-            # The built-in processor normalized its links; others send hrefs.
-            prelinks = content.prelinks
-            if prelinks is None:
-                prelinks = prenormalize(content.links, content.base_url)
-            admission = self.discovery.admit_prenormalized(
-                prelinks,
+            admission = admit_links(
+                self.discovery,
+                content,
                 parent_depth=lease.depth,
-                page_nofollow=content.nofollow or header_directives.nofollow,
+                header_nofollow=header_directives.nofollow,
             )
         if self.config.path_ascending:
             self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
