@@ -122,7 +122,9 @@ def cycles(
     return grants
 
 
-def resume(db_path: Path, batch: int, discover: int, bloom_urls: int) -> None:
+def resume(
+    db_path: Path, batch: int, discover: int, bloom_urls: int, background_checkpoints: bool
+) -> None:
     """Run in a child process: reopen as a resumed crawl does, then lease."""
     t0 = time.perf_counter()
     store = SqliteStore(
@@ -130,6 +132,7 @@ def resume(db_path: Path, batch: int, discover: int, bloom_urls: int) -> None:
         FrontierLimits(),
         seen_filter=dedup_seen_filter(bloom_urls, 0.01),
         near_index=NearDuplicateIndex(3),
+        background_checkpoints=background_checkpoints,
     )
     store.recover(2.0)
     first = store.lease(2.0, batch, 100.0)
@@ -163,17 +166,34 @@ def main() -> None:
     parser.add_argument(
         "--no-bloom", dest="bloom", action="store_false", help="the exact seen set alone"
     )
+    parser.add_argument(
+        "--inline-checkpoints",
+        dest="background_checkpoints",
+        action="store_false",
+        help="checkpoint the WAL in the writer's commits, not from a thread (as before)",
+    )
     parser.add_argument("--resume-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.resume_child:
-        resume(Path(args.resume_child), args.batch, args.discover, args.urls * 2)
+        resume(
+            Path(args.resume_child),
+            args.batch,
+            args.discover,
+            args.urls * 2,
+            args.background_checkpoints,
+        )
         return
 
     with tempfile.TemporaryDirectory() as tmp:
         # The crawl's seen set: the exact UNIQUE index with a Bloom filter in front, sized as
         # an operator expecting this many URLs would set bloom_expected_urls.
         seen = dedup_seen_filter(args.urls * 2, 0.01) if args.bloom else None
-        store = SqliteStore(Path(tmp) / "crawl.db", FrontierLimits(), seen_filter=seen)
+        store = SqliteStore(
+            Path(tmp) / "crawl.db",
+            FrontierLimits(),
+            seen_filter=seen,
+            background_checkpoints=args.background_checkpoints,
+        )
         t0 = time.perf_counter()
         for chunk in batches(candidates(args.hosts, args.urls, args.hot), 10_000):
             store.add(chunk, 0.0)
@@ -255,6 +275,7 @@ def main() -> None:
                     str(args.discover),
                     "--urls",
                     str(args.urls),
+                    *([] if args.background_checkpoints else ["--inline-checkpoints"]),
                 ],
                 capture_output=True,
                 text=True,
@@ -271,7 +292,8 @@ def main() -> None:
     print(
         f"{args.hosts:,} hosts + 1 hot host with {args.hot:,} URLs; {args.urls:,} URLs in all;"
         f" batch {args.batch}, group commit {'on' if args.group_commit else 'off'},"
-        f" Bloom filter {'on' if args.bloom else 'off'}\n"
+        f" Bloom filter {'on' if args.bloom else 'off'}, WAL checkpoints"
+        f" {'in a thread' if args.background_checkpoints else 'inline'}\n"
     )
     print("| operation | count | seconds | per second |")
     print("|---|---:|---:|---:|")

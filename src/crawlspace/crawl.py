@@ -114,6 +114,7 @@ class Crawler:
                 ),
                 seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
                 near_index=NearDuplicateIndex(config.near_duplicate_bits),
+                background_checkpoints=True,
             )
         self._committer = GroupCommitter(self.store, self.clock.now)
         self.scope = Scope(config.scope, self.store.seed_urls(), config.allow_hosts)

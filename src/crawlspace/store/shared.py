@@ -35,7 +35,7 @@ class SharedStore(SqliteStore):
     """Implements ``crawlspace.store.base.Store`` for one of many workers on a shared frontier."""
 
     def __init__(self, path: Path | str, frontier: RedisFrontier) -> None:
-        super().__init__(path, frontier.limits)
+        super().__init__(path, frontier.limits, background_checkpoints=True)
         self.frontier = frontier
         self._last_now = 0.0
 

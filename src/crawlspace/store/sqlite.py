@@ -36,6 +36,7 @@ from crawlspace.store import (
     sqlite_traps,
 )
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.sqlite_checkpoint import WalCheckpointer
 from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
 
 # The columns every ending of a page lease sets (the completion's UPDATE adds the revisit ones).
@@ -55,6 +56,7 @@ class SqliteStore:
         *,
         seen_filter: SeenFilter | None = None,
         near_index: NearDuplicateIndex | None = None,
+        background_checkpoints: bool = False,
     ) -> None:
         self.path = str(path)
         self.limits = limits or FrontierLimits()
@@ -91,6 +93,11 @@ class SqliteStore:
         self._lease_serial = 0
         # Until a revisit is queued, a host's next URL is simply the head of its queue.
         self._revisits_possible = sqlite_revisit.any_queued_revisit(self._db)
+        # The crawl's store copies its WAL into the file from a thread (store/sqlite_checkpoint.py).
+        self._checkpointer: WalCheckpointer | None = None
+        if background_checkpoints:
+            self._checkpointer = WalCheckpointer(self.path)
+            self._checkpointer.start()
 
     def _check_schema_version(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -504,4 +511,6 @@ class SqliteStore:
         )
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
         self._db.close()

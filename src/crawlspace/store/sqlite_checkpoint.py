@@ -1,0 +1,78 @@
+"""WAL checkpoints from a thread of their own, off the writer's path.
+
+In WAL mode every commit appends its pages to ``crawl.db-wal``; a checkpoint copies them into
+the database file and, with ``synchronous=NORMAL``, syncs both files. SQLite's automatic
+checkpoint runs inside the COMMIT that crosses ``wal_autocheckpoint`` frames, so the writer (the
+crawl loop's group commit) waits for the copy and for the disk to take ~80 MB of random pages.
+Measured on a 10-million-URL frontier: that was a third of the time of enqueueing new URLs.
+
+This thread runs ``PRAGMA wal_checkpoint(PASSIVE)`` over its own connection instead: PASSIVE
+never blocks the writer or readers, and SQLite releases the GIL while it copies and syncs. The
+writer keeps its own automatic checkpoint as the backstop: if this thread falls behind or stops,
+the WAL still restarts once every frame is copied. Durability is SQLite's own protocol either way:
+a crash in the middle of a checkpoint leaves the WAL intact, and the next opener finishes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from typing import Final
+
+__all__ = ["WalCheckpointer"]
+
+log = logging.getLogger("crawlspace.store")
+
+# After a pass that found frames to copy, look again soon: the sooner the thread catches up with
+# the writer, the sooner the writer can restart the WAL from its beginning (which it does only
+# when every frame has been copied), so the file stays small. Idle, it looks rarely.
+_BUSY_SECONDS: Final = 0.01
+_IDLE_SECONDS: Final = 0.2
+
+
+class WalCheckpointer:
+    """Checkpoints ``path``'s WAL in a daemon thread until :meth:`stop`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.passes = 0  # checkpoint passes that copied frames (for tests and stats)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="crawlspace-checkpoint", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the pass in progress, if any (a pass is bounded by the WAL's size)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            log.exception("background checkpoints off: cannot open %s", self.path)
+            return
+        try:
+            db.execute("PRAGMA synchronous=NORMAL")
+            copied_before = -1
+            delay = _IDLE_SECONDS
+            while not self._stop.wait(delay):
+                _busy, wal_frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if copied != copied_before or wal_frames != copied:
+                    self.passes += int(copied != copied_before)
+                    delay = _BUSY_SECONDS
+                else:
+                    delay = _IDLE_SECONDS
+                copied_before = copied
+        except sqlite3.Error:
+            # The writer's automatic checkpoint still runs; only the overlap is lost.
+            log.exception("background checkpoints stopped on %s", self.path)
+        finally:
+            db.close()
