@@ -272,17 +272,19 @@ def _durability_options(parser: argparse.ArgumentParser) -> None:
     add(
         "--wait-replicas",
         type=int,
-        default=0,
+        default=1,
         metavar="N",
-        help="before completing a page, WAIT until N replicas of each other shard that took its"
-        " links have them (Redis Cluster with replicas; default 0: off)",
+        help="WAIT until N replicas have each lease grant before fetching it, and each page's"
+        " links on other shards before completing it, so a failover can neither put two"
+        " requests on one host nor lose links (Redis Cluster with replicas; default 1; 0: off)",
     )
     add(
         "--wait-timeout",
         type=float,
         default=0.2,
         metavar="SECONDS",
-        help="longest WAIT per completion; past it the page completes anyway (default 0.2)",
+        help="longest WAIT; past it a lease is given back unfetched and a page completes"
+        " anyway (default 0.2)",
     )
 
 

@@ -21,11 +21,12 @@ from crawlspace.store.shared import SharedStore
 
 @dataclass(frozen=True, slots=True)
 class Durability:
-    """Before a page completes, its links on other shards must reach ``wait_replicas`` replicas
-    (``WAIT``, at most ``wait_timeout`` s), so a failover cannot lose them (store/redis_wait.py).
+    """A lease grant must reach ``wait_replicas`` replicas before its fetch, and a page's links
+    on other shards before it completes (``WAIT``, at most ``wait_timeout`` s), so a failover can
+    neither give one host to two workers at once nor lose links (store/redis_wait.py).
     0 replicas: off."""
 
-    wait_replicas: int = 0
+    wait_replicas: int = 1
     wait_timeout: float = 0.2
 
 

@@ -34,7 +34,7 @@ import redis
 
 from crawlspace.cli import main
 from crawlspace.demo.webfarm import Site, WebFarm, html_site
-from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.redis_frontier import RedisFrontier, connect
 from crawlspace.store.redis_views import count_urls, iter_frontier_records
 from tests.redis_servers import RedisDeployment, start_cluster, start_single, wait_cluster_ok
@@ -383,13 +383,14 @@ def test_completion_waits_for_replicas_of_the_link_shards(
         links = [host_on(frontier, port, f"link{port}-") for port in (home, *others)]
         now = time.time()
 
-        def complete(url: str, link_tag: str, barrier: RedisFrontier) -> None:
-            lease = page_lease(barrier, url, parent, now)
+        def complete(lease: Lease, link_tag: str, barrier: RedisFrontier) -> None:
             found = [UrlCandidate(f"{h}/{link_tag}", h, 1) for h in links]
             assert barrier.complete(lease, Completion(state="fetched", discovered=found), now)
 
+        # (Leasing WAITs on the lease's own shard: see the next test.)
+        lease = page_lease(frontier, f"{parent}/one", parent, now)
         before = wait_calls(cluster)
-        complete(f"{parent}/one", "one", frontier)
+        complete(lease, "one", frontier)
         after = wait_calls(cluster)
         # One WAIT on each other master, none on the page's own master.
         assert {p: after[p] - before[p] for p in after} == {home: 0, **dict.fromkeys(others, 1)}
@@ -399,21 +400,70 @@ def test_completion_waits_for_replicas_of_the_link_shards(
 
         # Barrier off: no WAIT at all.
         off = RedisFrontier(frontier.client, namespace="barrier", buckets=BUCKETS, epoch=0)
-        complete(f"{parent}/two", "two", off)
+        complete(page_lease(off, f"{parent}/two", parent, now), "two", off)
         assert wait_calls(cluster) == after
 
         # A replica that does not answer: the completion waits out the timeout, then proceeds
         # and is counted.
         stopped = replica_node(cluster, frontier, links[1])
+        lease = page_lease(frontier, f"{parent}/three", parent, now)
         os.kill(stopped.proc.pid, signal.SIGSTOP)
         try:
             started = time.monotonic()
-            complete(f"{parent}/three", "three", frontier)
+            complete(lease, "three", frontier)
             waited = time.monotonic() - started
         finally:
             os.kill(stopped.proc.pid, signal.SIGCONT)
         assert waited >= 0.45
         assert frontier.client.hget("barrier:counters", "wait.short") == "1"
+    finally:
+        frontier.close()
+        wait_cluster_ok(cluster)
+
+
+def test_a_lease_is_handed_out_only_once_its_grant_is_on_a_replica(
+    deployments: dict[str, RedisDeployment],
+) -> None:
+    """A failover must not lose a grant whose fetch is under way: the promoted replica would
+    give the host to a second worker while the first one's request runs."""
+    cluster = deployments["cluster"]
+    frontier = RedisFrontier(
+        connect(cluster.url),
+        namespace="leasebar",
+        buckets=BUCKETS,
+        wait_replicas=1,
+        wait_timeout=0.5,
+    )
+    try:
+        home = masters(cluster)[0]
+        host = host_on(frontier, home, "granted")
+        now = time.time()
+        before = wait_calls(cluster)
+        first = page_lease(frontier, f"{host}/a", host, now)
+        assert wait_calls(cluster)[home] > before[home]
+        # The replica holds the grant by the time the lease is handed out.
+        with redis.Redis(
+            port=replica_port(home), decode_responses=True, single_connection_client=True
+        ) as replica:
+            replica.execute_command("READONLY")
+            held = replica.zrange(frontier.key_prefix(frontier.bucket(host)) + "leases", 0, -1)
+        assert any(member.endswith(first.lease_id) for member in held)
+        assert frontier.complete(first, Completion(state="fetched"), now)
+        frontier.add([UrlCandidate(f"{host}/b", host, 0, source="seed")], now)
+
+        # A replica that does not answer: the grant is given back instead of handed out.
+        stopped = replica_node(cluster, frontier, host)
+        os.kill(stopped.proc.pid, signal.SIGSTOP)
+        try:
+            unconfirmed = frontier.lease(now + 100, 100, 60.0)
+        finally:
+            os.kill(stopped.proc.pid, signal.SIGCONT)
+        assert [lease.url for lease in unconfirmed] == []
+        assert frontier.client.hget("leasebar:counters", "wait.lease_short") == "1"
+        # The URL stayed queued: with the replica back, the next lease hands it out.
+        wait_cluster_ok(cluster)
+        again = frontier.lease(now + 200, 100, 60.0)
+        assert [lease.url for lease in again] == [f"{host}/b"]
     finally:
         frontier.close()
         wait_cluster_ok(cluster)

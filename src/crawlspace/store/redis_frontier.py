@@ -40,6 +40,7 @@ a crash in between re-fetches the page (at-least-once) but never loses a link. W
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -286,7 +287,36 @@ class RedisFrontier:
         for fields in self.index.apply_replies((b for b, _ in calls), replies):
             for i in range(0, len(fields), _LEASE_FIELDS):
                 leases.append(self._lease(fields[i : i + _LEASE_FIELDS], expires_at))
+        if self._barrier.replicas > 0 and leases:
+            return self._confirmed(leases, now)
         return leases
+
+    def _confirmed(self, leases: list[Lease], now: float) -> list[Lease]:
+        """The leases whose grant has reached the replicas; the others are given back unused.
+
+        Replication is asynchronous: a master that dies right after granting a host's token may
+        be replaced by a replica that never saw the grant and hands the token to another worker
+        while this one's request is still running, two requests at once on one host. A lease
+        is fetched only once its bucket's master confirmed that the replicas have it (``WAIT``,
+        store/redis_wait.py). An unconfirmed grant is released if its master still answers, and
+        otherwise left to expire; its URL stays queued either way."""
+        keys = {
+            lease.lease_id: f"{self.key_prefix(self.bucket(lease.host_key))}st" for lease in leases
+        }
+        short = self._barrier.unconfirmed(set(keys.values()))
+        if not short:
+            return leases
+        kept: list[Lease] = []
+        for lease in leases:
+            if keys[lease.lease_id] not in short:
+                kept.append(lease)
+                continue
+            # If the master is gone, the grant expires (or was lost with it).
+            with contextlib.suppress(*_TRANSIENT):
+                self.release(lease, now)
+        key = f"{self.namespace}:counters"
+        self.retrying(lambda: self.client.hincrby(key, "wait.lease_short", len(leases) - len(kept)))
+        return kept
 
     def _lease(self, f: Sequence[str], expires_at: float) -> Lease:
         kind, lease_id, host_key, url, url_id, version, attempt, depth, hops, etag, lm, src = f[:12]

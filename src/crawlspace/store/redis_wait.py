@@ -65,10 +65,33 @@ class ReplicationBarrier:
             log.warning("%d shard(s) did not confirm the replication of new links in time", short)
         return short == 0
 
-    def _targets(self, keys: Iterable[str], parent_key: str) -> list[tuple[Any, str, int]]:
+    def unconfirmed(self, keys: Iterable[str]) -> set[str]:
+        """WAIT on the masters of ``keys`` (all of them): the keys whose master did not confirm.
+
+        For lease grants (store/redis_frontier.py): a grant a failover can still lose must not be
+        acted on. An error (the master died, say) leaves all of its keys unconfirmed."""
+        keys = set(keys)
+        if not isinstance(self.client, RedisCluster) or self.replicas <= 0 or not keys:
+            return set()
+        node_of: Callable[[str], Any] = self.client.get_node_from_key
+        try:
+            targets = self._targets(keys, None)
+            confirmed = self._acks(targets)
+        except _ERRORS as exc:
+            log.warning("replication barrier failed (%s); treating the grants as unconfirmed", exc)
+            return keys
+        short_masters = {
+            node.name for (node, _, _), ok in zip(targets, confirmed, strict=True) if not ok
+        }
+        if not short_masters:
+            return set()
+        log.warning("%d shard(s) did not confirm lease grants in time", len(short_masters))
+        return {key for key in keys if node_of(key).name in short_masters}
+
+    def _targets(self, keys: Iterable[str], parent_key: str | None) -> list[tuple[Any, str, int]]:
         """(master, one of its keys, acknowledgements to ask for) per master but the parent's."""
         node_of: Callable[[str], Any] = self.client.get_node_from_key  # the client's slot map
-        parent = node_of(parent_key).name
+        parent = None if parent_key is None else node_of(parent_key).name
         targets: dict[str, tuple[Any, str, int]] = {}
         for key in keys:
             node = node_of(key)
@@ -90,10 +113,14 @@ class ReplicationBarrier:
         return count
 
     def _wait(self, targets: list[tuple[Any, str, int]]) -> int:
+        """How many of the targets' masters fell short (see _acks)."""
+        return sum(not ok for ok in self._acks(targets))
+
+    def _acks(self, targets: list[tuple[Any, str, int]]) -> list[bool]:
         """One pipeline: per master a small write, then WAIT on the same connection (so one
-        round trip per shard); returns how many masters fell short."""
+        round trip per shard); per target, whether its master got the acknowledgements."""
         if not targets:
-            return 0
+            return []
         pipe = self.client.pipeline(transaction=False)
         for node, key, wanted in targets:
             pipe.hincrby(key, BARRIER_FIELD, 1)
@@ -101,8 +128,7 @@ class ReplicationBarrier:
             pipe.execute_command("WAIT", wanted, self.timeout_ms, target_nodes=node)
         acks = pipe.execute(raise_on_error=False)[1::2]
         # An error reply (the node is no longer a master, say) counts as short too.
-        return sum(
-            1
+        return [
+            isinstance(ack, int) and ack >= wanted
             for ack, (_, _, wanted) in zip(acks, targets, strict=True)
-            if not isinstance(ack, int) or ack < wanted
-        )
+        ]
