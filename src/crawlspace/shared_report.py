@@ -47,4 +47,6 @@ def print_frontier_stats(stats: dict[str, Any], console: Console | None = None) 
     table.add_row("buckets", f"{stats['buckets']:,}")
     if stats["wait_short"]:
         table.add_row("replication not confirmed", f"{stats['wait_short']:,} completions")
+    if stats["wait_lease_short"]:
+        table.add_row("leases given back unconfirmed", f"{stats['wait_lease_short']:,}")
     console.print(table)

@@ -36,7 +36,7 @@ from crawlspace.cli import main
 from crawlspace.demo.webfarm import Site, WebFarm, html_site
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.redis_frontier import RedisFrontier, connect
-from crawlspace.store.redis_views import count_urls, iter_frontier_records
+from crawlspace.store.redis_views import count_urls, frontier_stats, iter_frontier_records
 from tests.redis_servers import RedisDeployment, start_cluster, start_single, wait_cluster_ok
 from tests.webs import linked_pages
 
@@ -190,7 +190,7 @@ def test_stats_match_the_server_log(crawled: Crawled, capsys: pytest.CaptureFixt
     assert stats["robots"] == {"allow_all": len(SITES) - 1, "rules": 1}
     assert stats["seeds"] == len(SITES)
     assert stats["epochs"] == 3  # the seed command and two workers
-    assert (stats["buckets"], stats["wait_short"]) == (BUCKETS, 0)
+    assert (stats["buckets"], stats["wait_short"], stats["wait_lease_short"]) == (BUCKETS, 0, 0)
     table = run_cli(capsys, "stats", *crawled.frontier)
     assert "shared frontier" in table
     assert f"{stats['urls']} (0 queued)" in table
@@ -460,6 +460,7 @@ def test_a_lease_is_handed_out_only_once_its_grant_is_on_a_replica(
             os.kill(stopped.proc.pid, signal.SIGCONT)
         assert [lease.url for lease in unconfirmed] == []
         assert frontier.client.hget("leasebar:counters", "wait.lease_short") == "1"
+        assert frontier_stats(frontier)["wait_lease_short"] == 1
         # The URL stayed queued: with the replica back, the next lease hands it out.
         wait_cluster_ok(cluster)
         again = frontier.lease(now + 200, 100, 60.0)

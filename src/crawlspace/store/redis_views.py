@@ -215,6 +215,8 @@ def frontier_stats(frontier: RedisFrontier) -> dict[str, Any]:
         "epochs": int(client.get(f"{ns}:epoch") or 0),
         # Completions whose links' replication was not confirmed in time (store/redis_wait.py).
         "wait_short": int(counters.get("wait.short", 0)),
+        # Lease grants given back because no replica confirmed them in time (redis_frontier.py).
+        "wait_lease_short": int(counters.get("wait.lease_short", 0)),
     }
 
 
