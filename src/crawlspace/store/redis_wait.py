@@ -89,7 +89,8 @@ class ReplicationBarrier:
         return {key for key in keys if node_of(key).name in short_masters}
 
     def _targets(self, keys: Iterable[str], parent_key: str | None) -> list[tuple[Any, str, int]]:
-        """(master, one of its keys, acknowledgements to ask for) per master but the parent's."""
+        """(master, one of its keys, acknowledgements to ask for) per master of ``keys``, but
+        ``parent_key``'s master if one is given."""
         node_of: Callable[[str], Any] = self.client.get_node_from_key  # the client's slot map
         parent = None if parent_key is None else node_of(parent_key).name
         targets: dict[str, tuple[Any, str, int]] = {}
