@@ -75,7 +75,9 @@ class CrawlConfig:
     max_decompressed_bytes: int = 50 * MIB
     max_redirects: int = 5
     max_attempts: int = 3
-    lease_grace: float = 60.0  # a lease lives total_timeout + this long before it expires
+    # A lease lives total_timeout + this long before it expires; a visit that has not sent its
+    # request within this long of the grant gives the lease back unfetched (visit.py).
+    lease_grace: float = 60.0
     # Backoff (frontier/backoff.py): 429/503 without Retry-After, failure retries, host pauses.
     backoff_base: float = 5.0
     max_backoff: float = 3600.0  # also caps Retry-After
@@ -189,6 +191,11 @@ class CrawlConfig:
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.max_depth < 0:
             raise ConfigError(f"max_depth must be >= 0 (got {self.max_depth})")
+        if self.lease_grace <= 0:
+            raise ConfigError(
+                f"lease_grace must be > 0: how long after its grant a visit may start"
+                f" (got {self.lease_grace})"
+            )
         if self.robots_max_bytes < 500 * KIB:
             raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
         if self.event_loop not in ("asyncio", "uvloop"):

@@ -51,7 +51,7 @@ from crawlspace.store.warc import (
     response_offsets,
 )
 from crawlspace.telemetry import Telemetry
-from crawlspace.visit import Visitor, robots_retrying
+from crawlspace.visit import LeaseTooShortError, Visitor, robots_retrying
 
 log = logging.getLogger("crawlspace.crawl")
 
@@ -144,6 +144,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self.pages_done = 0
         self.errors = 0
+        self.leases_too_late = 0  # visits whose lease would have expired mid-fetch (not sent)
         self.fatal_error: str | None = None
         self.telemetry = Telemetry(config, self.store)
         # Trap budgets with state and the recrawl policy live in the store (sqlite_traps.py).
@@ -246,7 +247,13 @@ class Crawler:
         transport = self._transport or self._default_transport()
         pools = StagePools(self.config.parse_workers, discovery=self.discovery)
         visitor = Visitor(
-            self.config, transport, warc, self.discovery, processors=self.processors, pools=pools
+            self.config,
+            transport,
+            warc,
+            self.discovery,
+            processors=self.processors,
+            pools=pools,
+            now=self.clock.now,
         )
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
@@ -400,6 +407,12 @@ class Crawler:
                 return
             completion = await visitor.visit_page(lease, record, rules)
             await self._commit(lease, completion)
+        except LeaseTooShortError:
+            # Nothing was sent. If the lease has expired and the host is another's now, the
+            # store refuses this release as stale; otherwise the URL goes back to its queue.
+            self.leases_too_late += 1
+            log.warning("lease of %s too close to its expiry to fetch; given back", lease.url)
+            self.store.release(lease, self.clock.now())
         except asyncio.CancelledError:
             # Given back so a resume need not wait for it to expire. On an unwritable disk the
             # lease stays in the file instead, and recover() returns it on the next start.

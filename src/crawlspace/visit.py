@@ -49,6 +49,10 @@ GONE_STATUSES = frozenset({404, 410})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
+class LeaseTooShortError(Exception):
+    """The lease would expire before a request started now could end: no request is sent."""
+
+
 @dataclass(frozen=True, slots=True)
 class RobotsVisit:
     record: RobotsRecord
@@ -68,8 +72,10 @@ class Visitor:
         processors: ProcessorRegistry,
         pools: StagePools,
         rand: Callable[[], float] = random.random,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.pools = pools
+        self.now = now  # the lease clock (lease.expires_at is on it)
         self.config = config
         self.transport = transport
         self.warc = warc
@@ -106,6 +112,16 @@ class Visitor:
         )
         return location.file, location.offset, location.length
 
+    def _check_lease(self, lease: Lease) -> None:
+        """Refuse to start a request that could outlive its lease.
+
+        A fetch ends within ``total_timeout``, and once a lease expires another worker may be
+        given the host. A visit can start late: its task waits for the event loop, which a
+        store call can hold for seconds (riding out a Redis failover, say). Started after
+        ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
+        if self.now() + self.config.total_timeout > lease.expires_at:
+            raise LeaseTooShortError(lease.url)
+
     # -- robots.txt --------------------------------------------------------------------------
 
     async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
@@ -117,6 +133,7 @@ class Visitor:
         error: str | None = None
         hops = 0
         while True:
+            self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
             try:
                 response = await self.transport.fetch(
                     FetchRequest(url, max_body_bytes=self.config.robots_max_bytes)
@@ -177,6 +194,7 @@ class Visitor:
             headers.append(("If-None-Match", lease.etag))
         if lease.last_modified:
             headers.append(("If-Modified-Since", lease.last_modified))
+        self._check_lease(lease)
         started = time.time()
         try:
             # sitemaps.org allows 50 MiB per sitemap, more than an ordinary page's limit.

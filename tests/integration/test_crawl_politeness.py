@@ -50,8 +50,13 @@ def assert_polite(requests: list[LoggedRequest], min_delay: float) -> None:
     measured gap. ``CLOCK_SLACK`` covers that lag only: a crawler that did not wait would show
     gaps near zero. Start-to-start distances carry no such lag and are held to the full delay.
     """
-    assert max_concurrency(requests) <= 1
     ordered = sorted(requests, key=lambda r: r.started_at)
+    overlapping = [
+        (f"{a.path_qs} {a.started_at:.3f}-{a.ended_at:.3f}", f"{b.path_qs} {b.started_at:.3f}")
+        for a, b in pairwise(ordered)
+        if b.started_at < a.ended_at
+    ]
+    assert max_concurrency(requests) <= 1, overlapping
     for prev, nxt in pairwise(ordered):
         assert nxt.started_at - prev.ended_at >= min_delay - CLOCK_SLACK, (prev, nxt)
         assert nxt.started_at - prev.started_at >= min_delay, (prev, nxt)
