@@ -238,22 +238,19 @@ def test_export_urls_events_and_hosts(
 
 
 def test_workers_wait_for_replicas_only_across_cluster_shards(crawled: Crawled) -> None:
-    """Page 1 of each site links to the next site: the workers (run with --wait-replicas 1) sent
-    WAIT to exactly the masters that took a link from a page on another master, and never to a
-    single Redis (one shard, no replicas)."""
+    """The workers (run with --wait-replicas 1) sent WAIT to exactly the masters that hold a
+    site: each lease grant is confirmed on its own shard, and page 1 of each site links to the
+    next site, whose master is then one of those too. Never to a single Redis (one shard, no
+    replicas). The per-shard choice for links is checked by hand below."""
     expected: set[int] = set()
     if crawled.deployment.cluster:
         frontier = RedisFrontier(
             connect(crawled.deployment.url), namespace=crawled.namespace, buckets=BUCKETS, epoch=0
         )
         try:
-            port = {name: master_of(frontier, host) for name, host in crawled.hosts.items()}
+            expected = {master_of(frontier, host) for host in crawled.hosts.values()}
         finally:
             frontier.close()
-        for i, name in enumerate(SITES):
-            nxt = SITES[(i + 1) % len(SITES)]
-            if port[name] != port[nxt]:
-                expected.add(port[nxt])
     assert {port for port, n in crawled.wait_calls.items() if n} == expected
 
 
