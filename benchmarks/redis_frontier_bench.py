@@ -1,12 +1,14 @@
 """Lease grants/s, enqueue-if-new/s and memory per URL of the Redis frontier.
 
     python benchmarks/redis_frontier_bench.py [--hosts 100000] [--urls 1000000] [--buckets 1024]
-        [--cycles 20000] [--batch 256] [--target single,cluster]
+        [--cycles 20000] [--batch 256] [--target single,cluster,replicas]
 
-Starts its own redis-server processes on loopback (one server; a 3-master cluster), persistence
-off, fills each with ``--urls`` URLs over ``--hosts`` hosts, fetches every host's robots.txt so
-page leases flow, then runs lease -> complete cycles with zero politeness delay on a virtual
-clock, ``--batch`` leases per lease() call as the crawler does. Prints a Markdown table.
+Starts its own redis-server processes on loopback (one server; a 3-master cluster; ``replicas``:
+a 3-master cluster with a replica each, the workers' default ``--wait-replicas 1`` on, so every
+lease batch waits for its grants to reach a replica), persistence off, fills each with ``--urls``
+URLs over ``--hosts`` hosts, fetches every host's robots.txt so page leases flow, then runs lease
+-> complete cycles with zero politeness delay on a virtual clock, ``--batch`` leases per lease()
+call as the crawler does. Prints a Markdown table.
 Memory per URL is ``used_memory`` after the fill minus before, summed over masters, per URL.
 """
 
@@ -74,7 +76,9 @@ def script_usec(deployment: RedisDeployment) -> float:
 
 def run(deployment: RedisDeployment, args: argparse.Namespace) -> dict[str, Any]:
     client = connect(deployment.url)
-    frontier = RedisFrontier(client, namespace="bench", buckets=args.buckets)
+    frontier = RedisFrontier(
+        client, namespace="bench", buckets=args.buckets, wait_replicas=int(args.wait_replicas)
+    )
     cands = candidates(args.hosts, args.urls)
     before = used_memory(deployment)
     t0 = time.perf_counter()
@@ -140,10 +144,11 @@ def main() -> None:
     rows = []
     for target in args.target.split(","):
         with tempfile.TemporaryDirectory() as tmp:
+            args.wait_replicas = int(target == "replicas")
             if target == "single":
                 deployment = start_single(Path(tmp))
             else:
-                deployment = start_cluster(Path(tmp), masters=3)
+                deployment = start_cluster(Path(tmp), masters=3, replicas=args.wait_replicas)
             try:
                 rows.append((target, run(deployment, args)))
             finally:
@@ -160,7 +165,11 @@ def main() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for target, r in rows:
-        name = "single Redis" if target == "single" else "3-master cluster"
+        name = {
+            "single": "single Redis",
+            "cluster": "3-master cluster",
+            "replicas": "3 masters + 3 replicas, lease grants confirmed (WAIT)",
+        }[target]
         print(
             f"| {name} | {r['enqueue']:,.0f} | {r['seen']:,.0f} | {r['lease']:,.0f}"
             f" | {r['complete']:,.0f} | {r['cycles']:,} | {r['server_us']:.0f}"
