@@ -36,7 +36,6 @@ class WalCheckpointer:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.passes = 0  # checkpoint passes that copied frames (for tests and stats)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="crawlspace-checkpoint", daemon=True)
 
@@ -49,13 +48,9 @@ class WalCheckpointer:
         if self._thread.is_alive():
             self._thread.join()
 
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
     def _run(self) -> None:
         try:
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(self.path, isolation_level=None)
         except sqlite3.Error:
             log.exception("background checkpoints off: cannot open %s", self.path)
             return
@@ -65,11 +60,9 @@ class WalCheckpointer:
             delay = _IDLE_SECONDS
             while not self._stop.wait(delay):
                 _busy, wal_frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                if copied != copied_before or wal_frames != copied:
-                    self.passes += int(copied != copied_before)
-                    delay = _BUSY_SECONDS
-                else:
-                    delay = _IDLE_SECONDS
+                # Busy while a pass copies frames or leaves some behind.
+                busy = copied != copied_before or wal_frames != copied
+                delay = _BUSY_SECONDS if busy else _IDLE_SECONDS
                 copied_before = copied
         except sqlite3.Error:
             # The writer's automatic checkpoint still runs; only the overlap is lost.
