@@ -363,17 +363,19 @@ def page_lease(frontier: RedisFrontier, url: str, host: str, now: float) -> Any:
     raise AssertionError(f"no page lease for {url}")
 
 
+def barrier_frontier(cluster: RedisDeployment, namespace: str) -> RedisFrontier:
+    """A frontier whose writes wait for one replica (0.5 s at most), as workers do by default."""
+    client = connect(cluster.url)
+    return RedisFrontier(
+        client, namespace=namespace, buckets=BUCKETS, wait_replicas=1, wait_timeout=0.5
+    )
+
+
 def test_completion_waits_for_replicas_of_the_link_shards(
     deployments: dict[str, RedisDeployment],
 ) -> None:
     cluster = deployments["cluster"]
-    frontier = RedisFrontier(
-        connect(cluster.url),
-        namespace="barrier",
-        buckets=BUCKETS,
-        wait_replicas=1,
-        wait_timeout=0.5,
-    )
+    frontier = barrier_frontier(cluster, "barrier")
     try:
         home, *others = masters(cluster)
         parent = host_on(frontier, home, "parent")
@@ -424,13 +426,7 @@ def test_a_lease_is_handed_out_only_once_its_grant_is_on_a_replica(
     """A failover must not lose a grant whose fetch is under way: the promoted replica would
     give the host to a second worker while the first one's request runs."""
     cluster = deployments["cluster"]
-    frontier = RedisFrontier(
-        connect(cluster.url),
-        namespace="leasebar",
-        buckets=BUCKETS,
-        wait_replicas=1,
-        wait_timeout=0.5,
-    )
+    frontier = barrier_frontier(cluster, "leasebar")
     try:
         home = masters(cluster)[0]
         host = host_on(frontier, home, "granted")
