@@ -413,6 +413,7 @@ class Crawler:
             self.leases_too_late += 1
             log.warning("lease of %s too close to its expiry to fetch; given back", lease.url)
             self.store.release(lease, self.clock.now())
+            self.store.bump_counters({"lease.too_late": 1})  # `crawlspace stats`: recovery
         except asyncio.CancelledError:
             # Given back so a resume need not wait for it to expire. On an unwritable disk the
             # lease stays in the file instead, and recover() returns it on the next start.

@@ -48,6 +48,14 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
                 "SELECT name, value FROM counters WHERE name LIKE 'rejected.%' ORDER BY name"
             )
         }
+        # What the crawl recovered from: WARC files repaired on start, their records without a
+        # fetch row, leases given back unfetched because they started too late.
+        recovery = dict(
+            db.execute(
+                "SELECT name, value FROM counters WHERE name LIKE 'warc.%'"
+                " OR name LIKE 'lease.%' ORDER BY name"
+            ).fetchall()
+        )
         pages = one("SELECT COUNT(*) FROM fetches")
         html_pages = one("SELECT COUNT(*) FROM fetches WHERE text_sha256 IS NOT NULL")
         distinct_text = one("SELECT COUNT(DISTINCT text_sha256) FROM fetches")
@@ -64,6 +72,7 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
             "statuses": statuses,
             "exact_duplicates": html_pages - distinct_text,
             "rejections": rejections,
+            "recovery": recovery,
             "robots": dict(
                 db.execute("SELECT outcome, COUNT(*) FROM robots GROUP BY outcome").fetchall()
             ),

@@ -48,6 +48,8 @@ def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
     )
     table.add_row("sitemaps", ", ".join(f"{k} {v}" for k, v in stats["sitemaps"].items()))
     table.add_row("WARC", f"{stats['warc_dir']} ({len(stats['warc_files'])} files)")
+    if stats.get("recovery"):
+        table.add_row("recovery", ", ".join(f"{k} {v}" for k, v in stats["recovery"].items()))
     console.print(table)
 
 

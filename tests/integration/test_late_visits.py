@@ -16,6 +16,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.records import Lease, LeaseKind
+from crawlspace.report import crawl_stats
 from crawlspace.store.sqlite import SqliteStore
 from tests.webs import linked_pages
 
@@ -98,3 +99,6 @@ def test_a_visit_started_after_its_lease_grace_sends_nothing(tmp_path: Path) -> 
     assert sorted(fetched) == sorted(set(fetched))
     assert set(pages) <= set(fetched)
     assert crawler.leases_too_late == len(grants.stalled)
+    # ... and the operator sees them in `crawlspace stats`.
+    recovery = crawl_stats(tmp_path / "out")["recovery"]
+    assert recovery.get("lease.too_late") == len(grants.stalled), recovery
