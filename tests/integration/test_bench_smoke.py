@@ -107,3 +107,40 @@ def test_small_frontier_store_benchmark_prints_every_row() -> None:
     assert int(rows["lease + complete cycles"][0].replace(",", "")) >= 500
     assert int(rows["lease + complete cycles, batch 128"][0].replace(",", "")) >= 500
     assert "resume in a new process: first lease after" in done.stdout
+
+
+ENQUEUE_COST_SCRIPT = SCRIPT.parent / "enqueue_cost_bench.py"
+
+
+def test_small_enqueue_cost_benchmark_checks_and_prints_every_layout(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ENQUEUE_COST_SCRIPT),
+            *("--hosts", "50", "--urls", "6000", "--hot", "600"),
+            *("--stream", "9600", "--merge-every", "4000", "--workdir", str(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    # Each layout's replay is checked before it is printed: every URL leasable, every host
+    # counter moved by the URLs it gained.
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        cells[0]: cells[1:]
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| layout")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert len(rows) == 9, done.stdout
+    for name, (rate, _, merges, _) in rows.items():
+        assert int(rate.replace(",", "")) > 0, name
+        deferred = "merge every" in name
+        assert (merges != "0%") == deferred, (name, merges)
+    # The bulk-loaded base is kept for the next run with the same sizes; the scratch copy is not.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "base-50-6000-600.db",
+        "base-50-6000-600.queue-table.db",
+    ]
