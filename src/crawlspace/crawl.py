@@ -430,8 +430,28 @@ class Crawler:
                 self.store.release(lease, self.clock.now())
         except Exception:
             self.errors += 1
-            log.exception("visit of %s failed; its lease is released", lease.url)
-            self.store.release(lease, self.clock.now())
+            if lease.kind is LeaseKind.ROBOTS:
+                log.exception("robots.txt visit of %s failed; its lease is released", lease.url)
+                self.store.release(lease, self.clock.now())
+                return
+            log.exception("visit of %s failed; counted as a failed attempt", lease.url)
+            await self._fail_attempt(lease)
+
+    async def _fail_attempt(self, lease: Lease) -> None:
+        """A page visit raised (a processor's bug, a broken worker pool) after its request may
+        have gone out. A plain release would give the attempt back and leave the host ready at
+        once, so a fault that repeats would refetch the page back to back, forever. Instead the
+        attempt counts (``max_attempts`` ends it as failed) and the host waits as after a lost
+        lease."""
+        now = self.clock.now()
+        state = "queued" if lease.attempt < self.config.max_attempts else "failed"
+        completion = Completion(
+            state=state, reason="internal_error", next_allowed_at=now + self.config.min_delay
+        )
+        try:
+            await self._commit(lease, completion)
+        except Exception:  # the store itself failed: the lease expires and is returned
+            log.exception("could not record the failed visit of %s", lease.url)
 
     async def _commit(self, lease: Lease, completion: Completion) -> None:
         crash_point("before_commit")
