@@ -16,6 +16,7 @@ import os
 import signal
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,7 @@ log = logging.getLogger("crawlspace.crawl")
 # How long the dispatcher sleeps at most when nothing is ready: bounds the reaction time to
 # expiring leases and stop requests without busy-waiting.
 MAX_IDLE_WAIT = 0.5
+ROBOTS_CACHE_HOSTS = 10_000  # parsed robots.txt kept in memory (LRU); the store has them all
 EXPIRE_EVERY = 5.0
 # How often --continuous moves due revisits into the queues (one indexed query when none is due).
 PROMOTE_EVERY = 0.2
@@ -139,7 +141,9 @@ class Crawler:
             self.scope,
             filters,
         )
-        self._robots_cache: dict[str, tuple[RobotsRecord, RobotsTxt]] = {}
+        # Parsed robots.txt of the hosts leased lately. Bounded: a record may hold 512 KiB, and
+        # memory must not grow with the number of hosts (the store keeps every record).
+        self._robots_cache: OrderedDict[str, tuple[RobotsRecord, RobotsTxt]] = OrderedDict()
         self._stop_reason: str | None = None
         self._wake = asyncio.Event()
         self.pages_done = 0
@@ -398,7 +402,7 @@ class Crawler:
                     # so a crash in between refetches robots.txt and adds them again (deduped).
                     self.add_sitemaps(rules.sitemaps, widen_scope=False)
                 if self.store.complete_robots(lease, visit.record, visit.next_allowed_at):
-                    self._robots_cache[lease.host_key] = (visit.record, rules)
+                    self._cache_robots(lease.host_key, (visit.record, rules))
                 return
             record, rules = self._robots_for(lease.host_key)
             if robots_retrying(record):
@@ -431,11 +435,34 @@ class Crawler:
         except Exception:
             self.errors += 1
             if lease.kind is LeaseKind.ROBOTS:
-                log.exception("robots.txt visit of %s failed; its lease is released", lease.url)
-                self.store.release(lease, self.clock.now())
+                log.exception("robots.txt visit of %s failed; counted as unreachable", lease.url)
+                self._fail_robots(visitor, lease)
                 return
             log.exception("visit of %s failed; counted as a failed attempt", lease.url)
             await self._fail_attempt(lease)
+
+    def _fail_robots(self, visitor: Visitor, lease: Lease) -> None:
+        """A robots.txt visit raised. Released, its host would be ready at once and the same
+        fault would refetch robots.txt back to back; recorded as unreachable instead, it is
+        retried after robots_retry_delay and, after robots_max_attempts, disallows the host
+        until the record expires (RFC 9309 §2.3.1.4), the same as a server that never answers."""
+        now = self.clock.now()
+        try:
+            record = visitor.robots_policy.record_for(
+                lease.host_key,
+                None,
+                b"",
+                now,
+                previous=self.store.robots(lease.host_key),
+                error="internal_error",
+            )
+            next_allowed = now + self.config.min_delay
+            if robots_retrying(record):
+                next_allowed = max(next_allowed, record.expires_at)
+            if self.store.complete_robots(lease, record, next_allowed):
+                self._cache_robots(lease.host_key, (record, rules_for(record)))
+        except Exception:  # the store itself failed: the lease expires and is returned
+            log.exception("could not record the failed robots.txt visit of %s", lease.url)
 
     async def _fail_attempt(self, lease: Lease) -> None:
         """A page visit raised (a processor's bug, a broken worker pool) after its request may
@@ -472,14 +499,22 @@ class Crawler:
 
     def _robots_for(self, host_key: str) -> tuple[RobotsRecord, RobotsTxt]:
         cached = self._robots_cache.get(host_key)
-        record = self.store.robots(host_key) if cached is None else cached[0]
+        if cached is not None:
+            self._robots_cache.move_to_end(host_key)
+            return cached
+        record = self.store.robots(host_key)
         if record is None:
             # The frontier grants page leases only after robots.txt completed for the host.
             raise RuntimeError(f"page lease for {host_key} before its robots.txt was fetched")
-        if cached is None or cached[0] is not record:
-            cached = (record, rules_for(record))
-            self._robots_cache[host_key] = cached
+        cached = (record, rules_for(record))
+        self._cache_robots(host_key, cached)
         return cached
+
+    def _cache_robots(self, host_key: str, entry: tuple[RobotsRecord, RobotsTxt]) -> None:
+        self._robots_cache[host_key] = entry
+        self._robots_cache.move_to_end(host_key)
+        while len(self._robots_cache) > ROBOTS_CACHE_HOSTS:
+            self._robots_cache.popitem(last=False)
 
     def close(self) -> None:
         self.store.close()

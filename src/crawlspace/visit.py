@@ -136,7 +136,12 @@ class Visitor:
             self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
             try:
                 response = await self.transport.fetch(
-                    FetchRequest(url, max_body_bytes=self.config.robots_max_bytes)
+                    FetchRequest(
+                        url,
+                        max_body_bytes=self.config.robots_max_bytes,
+                        # Decoded too: the record is stored and cached in memory per host.
+                        max_decompressed_bytes=self.config.robots_max_bytes,
+                    )
                 )
             except BlockedAddressError as exc:
                 # Not a transient failure: our own policy forbids the host, so give up at once

@@ -100,6 +100,25 @@ async def _drip(w: asyncio.StreamWriter) -> None:
         await asyncio.sleep(0.1)
 
 
+def _in_parts(body_parts: Sequence[bytes], headers: Sequence[tuple[str, str]]) -> Route:
+    """A body written in separate pieces, a pause between, so the client reads them apart."""
+
+    async def route(w: asyncio.StreamWriter) -> None:
+        length = sum(len(part) for part in body_parts)
+        w.write(_head("200 OK", [*headers, ("Content-Length", str(length))]))
+        for part in body_parts:
+            w.write(part)
+            await w.drain()
+            await asyncio.sleep(0.05)
+
+    return route
+
+
+MEMBER_A, MEMBER_B = gzip.compress(b"A" * 1000, mtime=0), gzip.compress(b"B" * 1000, mtime=0)
+GZIP = [("Content-Encoding", "gzip")]
+# 1,000 stacked codings: a decoder per coding used to recurse once per layer, past the stack.
+STACKED = ", ".join(["gzip"] * 1000)
+
 ROUTES: dict[str, Route] = {
     "/plain": _fixed("200 OK", b"hello", [("Content-Type", "text/plain"), ("X-B", "2")]),
     "/gzip": _fixed("200 OK", gzip.compress(PAGE, mtime=0), [("Content-Encoding", "gzip")]),
@@ -114,6 +133,13 @@ ROUTES: dict[str, Route] = {
     "/big": _fixed("200 OK", bytes(MIB)),
     "/bomb": _gzip_bomb,
     "/drip": _drip,
+    "/members-at-chunk-end": _in_parts([MEMBER_A, MEMBER_B], GZIP),
+    "/members-magic-split": _in_parts([MEMBER_A + MEMBER_B[:1], MEMBER_B[1:]], GZIP),
+    "/members-too-many": _fixed("200 OK", gzip.compress(b" ", mtime=0) * 1001, GZIP),
+    "/stacked": _fixed("200 OK", gzip.compress(PAGE, mtime=0), [("Content-Encoding", STACKED)]),
+    "/two-codings": _fixed(
+        "200 OK", brotli.compress(gzip.compress(PAGE, mtime=0)), [("Content-Encoding", "gzip, br")]
+    ),
 }
 
 
@@ -234,6 +260,30 @@ async def test_corrupt_gzip_returns_raw_with_decode_error(server: RawServer) -> 
     assert resp.decode_error is not None
     assert "gzip" in resp.decode_error
     assert resp.body == resp.raw_body == b"this is not gzip at all"
+
+
+@pytest.mark.parametrize("path", ["/members-at-chunk-end", "/members-magic-split"])
+async def test_gzip_member_boundary_at_a_chunk_boundary_loses_nothing(
+    server: RawServer, path: str
+) -> None:
+    resp = await _fetch(_config(server), FetchRequest(server.url(path)))
+    assert resp.decode_error is None
+    assert resp.body == b"A" * 1000 + b"B" * 1000
+
+
+async def test_too_many_gzip_members_is_a_decode_error(server: RawServer) -> None:
+    # Each member copies the bytes after it, so thousands of tiny ones cost quadratic time.
+    resp = await _fetch(_config(server), FetchRequest(server.url("/members-too-many")))
+    assert resp.decode_error == "more than 1000 gzip members"
+
+
+async def test_stacked_codings_are_refused_and_two_are_decoded(server: RawServer) -> None:
+    resp = await _fetch(_config(server), FetchRequest(server.url("/stacked")))
+    assert resp.decode_error == "1000 content codings stacked (at most 3)"
+    assert resp.body == resp.raw_body
+    resp = await _fetch(_config(server), FetchRequest(server.url("/two-codings")))
+    assert resp.decode_error is None
+    assert resp.body == PAGE
 
 
 async def test_redirect_not_followed(server: RawServer) -> None:

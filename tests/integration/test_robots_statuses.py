@@ -82,6 +82,9 @@ def build_sites() -> dict[str, Site]:
     assert beyond_at > 600 * KIB
     big = pages(("/decisive/x.html", "/beyond/y.html"))
     big["/robots.txt"] = robots_txt(text)
+    # The same file gzip-encoded: ~3 KiB on the wire, so only the decoded size can stop it.
+    bigzip = pages(("/decisive/x.html", "/beyond/y.html"))
+    bigzip["/robots.txt"] = Response(200, {"Content-Type": "text/plain"}, text.encode(), 0.0, True)
 
     def status(code: int, **kw: float) -> dict[str, Response]:
         routes = pages()
@@ -100,6 +103,7 @@ def build_sites() -> dict[str, Site]:
         "err503": Site("err503", status(503)),
         "timeout": Site("timeout", status(200, delay=TOTAL_TIMEOUT + 1.0)),
         "big": Site("big", big),
+        "bigzip": Site("bigzip", bigzip),
     }
 
 
@@ -202,9 +206,12 @@ def test_connection_refused_means_disallow_all(crawled: tuple[WebFarm, Path, str
     assert host["robots_attempts"] == ROBOTS_ATTEMPTS
 
 
-def test_600_kib_robots_is_read_up_to_512_kib(crawled: tuple[WebFarm, Path, str]) -> None:
+@pytest.mark.parametrize("site", ["big", "bigzip"])
+def test_600_kib_robots_is_read_up_to_512_kib(
+    crawled: tuple[WebFarm, Path, str], site: str
+) -> None:
     farm, out, _ = crawled
-    paths = farm.paths_for("big")
+    paths = farm.paths_for(site)
     assert paths.count("/robots.txt") == 1
     assert "/decisive/x.html" not in paths  # the rule at ~510 KiB is obeyed
     # The rule after 600 KiB lies beyond what we parse (512 KiB; RFC 9309 §2.5 asks for at
@@ -213,16 +220,19 @@ def test_600_kib_robots_is_read_up_to_512_kib(crawled: tuple[WebFarm, Path, str]
     db = sqlite3.connect(out / "crawl.db")
     (stored,) = db.execute(
         "SELECT length(r.body) FROM robots r JOIN hosts h ON h.id = r.host_id WHERE host_key = ?",
-        (farm.host_key("big"),),
+        (farm.host_key(site),),
     ).fetchone()
     db.close()
-    assert stored == 512 * KIB  # the fetch itself stops at the limit
+    # The fetch itself stops at the limit, counted after decoding: a gzip bomb served as
+    # robots.txt would otherwise be stored (and cached in memory) at max_decompressed_bytes.
+    assert stored == 512 * KIB
 
 
 def test_robots_state_in_stats_and_hosts_export(crawled: tuple[WebFarm, Path, str]) -> None:
     farm, out, _ = crawled
     stats = crawl_stats(out)
-    assert stats["robots"] == {"rules": 3, "allow_all": 3, "disallow_all": 4}
+    # rules: ok200, chain3, big, bigzip
+    assert stats["robots"] == {"rules": 4, "allow_all": 3, "disallow_all": 4}
     assert stats["robots_statuses"]["none"] == 2  # timeout and connection refused
     assert stats["robots_errors"] == {"robots_unavailable": 4}
     row = hosts(out)[farm.host_key("ok200")]
@@ -242,3 +252,31 @@ def test_robots_state_in_stats_and_hosts_export(crawled: tuple[WebFarm, Path, st
     assert row["queued"] == 0
     assert isinstance(row["robots_expires_at"], float)
     assert row["robots_expires_at"] > row["robots_fetched_at"]  # type: ignore[operator]
+
+
+def test_robots_rules_hold_when_the_parsed_cache_keeps_one_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The crawl keeps parsed robots.txt for the hosts leased lately only (memory must not grow
+    # with the host count); an evicted host's rules come back from the store, still obeyed.
+    monkeypatch.setattr("crawlspace.crawl.ROBOTS_CACHE_HOSTS", 1)
+    sites = {
+        f"s{i}": Site(f"s{i}", {**pages(), "/robots.txt": robots_txt(RULES)}) for i in range(3)
+    }
+    config = CrawlConfig(allow_nets=("127.0.0.0/8",), scope="any", min_delay=0.0, progress=False)
+    with WebFarm(sites) as farm:
+        crawler = Crawler(config, tmp_path / "out")
+        try:
+            crawler.add_seeds([farm.url(name, "/") for name in farm.names])
+            summary = crawler.run()
+            cached = len(crawler._robots_cache)
+        finally:
+            crawler.close()
+        assert farm.wait_idle(timeout=5.0)
+        assert summary.stop_reason == "done"
+        for name in farm.names:
+            paths = farm.paths_for(name)
+            assert paths.count("/robots.txt") == 1
+            assert "/private/secret.html" not in paths
+            assert {"/", "/a.html", "/b.html"} <= set(paths)
+    assert cached == 1

@@ -40,6 +40,10 @@ from crawlspace.fetch.transport import FetchRequest, FetchResponse, TruncatedRea
 ACCEPT_ENCODING: Final = "gzip, deflate, br"
 _PIECE: Final = 64 * 1024  # largest decoded piece held before the cap is checked
 _GZIP_OR_ZLIB: Final = 32 + zlib.MAX_WBITS  # auto-detects the header; some "gzip" is zlib
+# Untrusted headers and bodies: real servers stack at most two codings and rarely send more than
+# one gzip member, while each extra coding is a decoder and each member copies what follows it.
+_MAX_CODINGS: Final = 3
+_MAX_GZIP_MEMBERS: Final = 1000
 
 
 class _DecodeError(Exception):
@@ -61,6 +65,11 @@ class _ZlibDecoder:
         self._d: zlib._Decompress | None = None
         if gzip:
             self._d = zlib.decompressobj(_GZIP_OR_ZLIB)
+        self._members = 1
+        # Once a member has ended: the bytes after it that cannot tell yet whether another
+        # member follows (None while inside a member); True once they are trailing garbage.
+        self._between: bytes | None = None
+        self._trailing = False
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         if self._d is None:
@@ -82,11 +91,25 @@ class _ZlibDecoder:
     def _drain(self, d: zlib._Decompress, data: bytes) -> Iterator[bytes]:
         while True:
             if d.eof:
-                rest = d.unused_data
                 # Concatenated gzip members decode as one body; other trailing bytes are ignored.
-                if not (self._gzip and rest.startswith(b"\x1f\x8b")):
+                # A member may end exactly at a chunk's end, or one byte into the next magic,
+                # so what follows it is decided on the bytes left over plus those just arrived.
+                if self._between is None:
+                    self._between = d.unused_data
+                rest, self._between = self._between + data, b""
+                if not self._gzip or self._trailing:
                     return
+                if len(rest) < 2 and b"\x1f\x8b".startswith(rest):
+                    self._between = rest
+                    return
+                if not rest.startswith(b"\x1f\x8b"):
+                    self._trailing = True
+                    return
+                self._members += 1
+                if self._members > _MAX_GZIP_MEMBERS:
+                    raise _DecodeError(f"more than {_MAX_GZIP_MEMBERS} gzip members")
                 self._d = d = zlib.decompressobj(_GZIP_OR_ZLIB)
+                self._between = None
                 data = rest
             out = d.decompress(data, _PIECE)
             data = d.unconsumed_tail
@@ -144,6 +167,9 @@ class _ChainDecoder:
 def _decoder_for(content_encoding: str) -> _Decoder | None:
     """None for identity; raises _DecodeError for codings we never asked for."""
     codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    codings = [c for c in codings if c != "identity"]
+    if len(codings) > _MAX_CODINGS:
+        raise _DecodeError(f"{len(codings)} content codings stacked (at most {_MAX_CODINGS})")
     decoders: list[_Decoder] = []
     for coding in reversed(codings):
         if coding in ("gzip", "x-gzip"):
@@ -152,7 +178,7 @@ def _decoder_for(content_encoding: str) -> _Decoder | None:
             decoders.append(_ZlibDecoder(gzip=False))
         elif coding == "br":
             decoders.append(_BrotliDecoder())
-        elif coding != "identity":
+        else:
             raise _DecodeError(f"unsupported content-encoding {coding!r}")
     if not decoders:
         return None
