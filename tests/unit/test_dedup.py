@@ -332,3 +332,24 @@ def test_known_urls_are_settled_in_bulk_and_the_rest_keep_their_paths(tmp_path: 
         assert queued.fetchone()[0] == 1202
     finally:
         store.close()
+
+
+def test_near_index_truncate_forgets_exactly_the_later_entries() -> None:
+    rng = random.Random(11)
+    base = [rng.getrandbits(64) for _ in range(200)]
+    # Near copies of earlier entries, so later entries share buckets with kept ones.
+    later = [fp ^ (1 << rng.randrange(64)) for fp in base[:100]] + [
+        rng.getrandbits(64) for _ in range(50)
+    ]
+    index = NearDuplicateIndex(3)
+    for n, fp in enumerate(base + later):
+        index.add(fp, n)
+    index.truncate(len(base))
+    fresh = NearDuplicateIndex(3)
+    for n, fp in enumerate(base):
+        fresh.add(fp, n)
+    assert len(index) == len(base)
+    for fp in base + later:
+        assert index.find_all(fp) == fresh.find_all(fp)
+    index.add(later[0], 999)  # still usable: new entries are found
+    assert index.find(later[0]) == (999, 0)

@@ -58,6 +58,23 @@ class NearDuplicateIndex:
             else:
                 bucket.append(entry)
 
+    def truncate(self, size: int) -> None:
+        """Forget the entries added after the first ``size`` (the store's transaction that
+        added them rolled back). Entries are numbered in order, so each bucket's are at its
+        end."""
+        if size >= len(self._fps):
+            return
+        for table, (shift, mask) in zip(self._tables, self._blocks, strict=True):
+            for entry in range(size, len(self._fps)):
+                key = (self._fps[entry] >> shift) & mask
+                bucket = table.get(key)
+                while bucket and bucket[-1] >= size:
+                    bucket.pop()
+                if bucket is not None and not bucket:
+                    del table[key]
+        del self._fps[size:]
+        del self._ids[size:]
+
     def _candidates(self, fingerprint: int) -> set[int]:
         found: set[int] = set()
         fps, k = self._fps, self.k

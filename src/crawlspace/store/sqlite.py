@@ -7,6 +7,7 @@ only a power loss can roll back the last transactions (then at-least-once fetchi
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -44,6 +45,11 @@ _FINISH_URL = (
     "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
     " updated_at = ?, etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified)"
 )
+
+
+def _own_copy(completion: Completion) -> Completion:
+    """A completion whose fields the store may change in place or replace."""
+    return dataclasses.replace(completion, rejections=dict(completion.rejections))
 
 
 class SqliteStore:
@@ -84,6 +90,7 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
         self._host_ids: dict[str, int] = {}
+        self._hosts_cached_in_transaction: list[str] = []
         # Trap budgets and recrawl policy (store/sqlite_traps.py, sqlite_revisit.py); the crawl
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
         self.budgets = sqlite_traps.StoreBudgets()
@@ -123,10 +130,19 @@ class SqliteStore:
         # IMMEDIATE takes the write lock up front, so two processes sharing the file can never
         # both read a host as free and both take its token.
         self._db.execute("BEGIN IMMEDIATE")
+        self._hosts_cached_in_transaction.clear()
+        near_entries = len(self.near_index) if self.near_index is not None else 0
         try:
             yield self._db
         except BaseException:
             self._db.execute("ROLLBACK")
+            # What memory learned inside the transaction goes with it: a cached id of a host
+            # row that no longer exists would file URLs under a host id the next new host
+            # gets, and a fingerprint of a fetch row that was never kept would be matched.
+            for host_key in self._hosts_cached_in_transaction:
+                self._host_ids.pop(host_key, None)
+            if self.near_index is not None:
+                self.near_index.truncate(near_entries)
             raise
         else:
             self._db.execute("COMMIT")
@@ -144,6 +160,7 @@ class SqliteStore:
                 db.execute("SELECT id FROM hosts WHERE host_key = ?", (host_key,)).fetchone()[0]
             )
             self._host_ids[host_key] = host_id
+            self._hosts_cached_in_transaction.append(host_key)
         return host_id
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
@@ -224,9 +241,18 @@ class SqliteStore:
 
     def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
         """Group commit: several completions in one transaction, so one WAL commit (the cost
-        that dominates a completion) is shared. All or nothing, like a single completion."""
+        that dominates a completion) is shared. All or nothing, like a single completion.
+
+        The store adds to a completion what it decided (rejections by budget, links demoted
+        for duplicate content), for the caller's metrics. It works on copies and hands its
+        additions back only after COMMIT, so a batch that rolls back and is retried one by one
+        (commit.py) does not count them twice."""
+        work = [(lease, _own_copy(completion)) for lease, completion in items]
         with self._transaction() as db:
-            return [self._complete(db, lease, completion, now) for lease, completion in items]
+            results = [self._complete(db, lease, completion, now) for lease, completion in work]
+        for (_, given), (_, done) in zip(items, work, strict=True):
+            given.rejections, given.discovered = done.rejections, done.discovered
+        return results
 
     def _complete(
         self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
