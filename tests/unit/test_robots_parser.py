@@ -244,11 +244,31 @@ CASES: dict[str, tuple[str, str, str, bool]] = {
         U + "/a%2fb",
         False,
     ),
-    "unreserved-escapes-not-decoded": (
+    # RFC 9309 §2.2.2's own example; Google's parser decodes nothing and says False.
+    "unreserved-escapes-decoded": (
         "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/%62%61%7A\n",
         "FooBot",
         U + "/foo/bar/baz",
+        True,
+    ),
+    # The crawl's URLs are normalized with unreserved escapes decoded (urls.py).
+    "escaped-tilde-rule-matches-tilde-path": (
+        "User-agent: FooBot\nDisallow: /%7Ejoe/\n",
+        "FooBot",
+        U + "/~joe/secret.html",
         False,
+    ),
+    "escaped-tilde-path-matches-tilde-rule": (
+        "User-agent: FooBot\nDisallow: /~joe/\n",
+        "FooBot",
+        U + "/%7ejoe/secret.html",
+        False,
+    ),
+    "reserved-escape-stays-escaped": (
+        "User-agent: FooBot\nDisallow: /a%2Fb\n",
+        "FooBot",
+        U + "/a/b",
+        True,
     ),
     "unreserved-escapes-exact": (
         "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/%62%61%7A\n",

@@ -45,20 +45,29 @@ _TOKEN = re.compile(r"[a-zA-Z_-]*")
 _PCT_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _UA_CACHE_LIMIT = 64
+# RFC 3986 §2.3.
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 def _encode_run(match: re.Match[str]) -> str:
     return "".join(f"%{b:02X}" for b in match.group(0).encode("utf-8", "surrogatepass"))
 
 
-def _normalize(text: str) -> str:
-    """Percent-encode non-ASCII as UTF-8 and uppercase existing escapes (RFC 9309 §2.2.2).
+def _fix_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(0)[1:], 16))
+    return char if char in _UNRESERVED else match.group(0).upper()
 
-    Nothing is decoded: RFC 3986 §6.2.2.2 would allow decoding unreserved characters, but
-    Google does not, and decoding reserved ones would change the URL's meaning.
+
+def _normalize(text: str) -> str:
+    """Percent-encode non-ASCII as UTF-8, decode escaped unreserved characters and uppercase
+    the other escapes (RFC 9309 §2.2.2: "/foo/bar/%62%61%7A" matches "/foo/bar/baz").
+
+    Google's parser decodes nothing, but the crawl's own URLs have their unreserved escapes
+    decoded (urls.py, RFC 3986 §6.2.2.2), so an undecoded "Disallow: /%7Ejoe/" would never
+    match the "/~joe/" it is meant for. Reserved escapes stay: "%2F" is not "/".
     """
     if "%" in text:
-        text = _PCT_ESCAPE.sub(lambda m: m.group(0).upper(), text)
+        text = _PCT_ESCAPE.sub(_fix_escape, text)
     if not text.isascii():
         text = _NON_ASCII.sub(_encode_run, text)
     return text
