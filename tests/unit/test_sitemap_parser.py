@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlspace.parse.sitemap import (
+    MAX_GZIP_MEMBERS,
     MAX_SITEMAP_URLS,
     SitemapEntry,
     SitemapError,
@@ -70,6 +71,27 @@ def test_gzip_detected_by_magic_bytes_and_multi_member() -> None:
         "http://a.test/1",
         "http://a.test/2",
     ]
+
+
+def test_empty_gzip_members_are_skipped() -> None:
+    body = urlset(url("http://a.test/1"), url("http://a.test/2"))
+    half = body.index(b"<url>", body.index(b"<url>") + 1)
+    data = gzip.compress(body[:half]) + gzip.compress(b"") + gzip.compress(body[half:])
+    sitemap = parse_sitemap(data)
+    assert [e.loc for e in sitemap.entries] == ["http://a.test/1", "http://a.test/2"]
+    assert not sitemap.warnings
+
+
+def test_gzip_members_past_the_cap_are_cut_with_a_warning() -> None:
+    # Many tiny members: each is a decoder, and zlib copies what follows a member's end, so
+    # the reader takes a bounded number of them (and bounded slices of input per member).
+    head = gzip.compress(b"<urlset>" + url("http://a.test/first").encode())
+    blank = gzip.compress(b" ")
+    data = head + blank * (MAX_GZIP_MEMBERS + 5000) + gzip.compress(b"</urlset>")
+    sitemap = parse_sitemap(data)
+    assert [e.loc for e in sitemap.entries] == ["http://a.test/first"]
+    assert sitemap.warnings["truncated_gzip_members"] == 1
+    assert sitemap.truncated
 
 
 def test_missing_or_wrong_namespace_and_extensions_are_tolerated() -> None:

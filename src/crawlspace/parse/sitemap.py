@@ -12,9 +12,10 @@ anything; this is defusedxml's ``forbid_dtd`` policy, written against expat dire
 parser needs no dependency. Decompression is incremental and stops at the protocol's size limit,
 so a gzip bomb costs at most that many bytes of work.
 
-Limits (sitemaps.org): at most 50,000 URLs and 50 MiB (52,428,800 bytes) uncompressed per file.
-A larger file is cut at the limit; what came before is kept and the cut is reported in
-``Sitemap.warnings``. Every failure is a :class:`SitemapError`; nothing else escapes.
+Limits (sitemaps.org): at most 50,000 URLs and 50 MiB (52,428,800 bytes) uncompressed per file;
+ours: at most 1,000 concatenated gzip members. A larger file is cut at the limit; what came before
+is kept and the cut is reported in ``Sitemap.warnings``. Every failure is a
+:class:`SitemapError`; nothing else escapes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "year
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 64 * 1024
+# Concatenated gzip members read at most (real sitemaps have one; each costs a decoder).
+MAX_GZIP_MEMBERS = 1000
 _MAX_FIELD_CHARS = 4096  # a <loc> is at most 2,048 characters; anything longer is not a URL
 # W3C Datetime (https://www.w3.org/TR/NOTE-datetime), the format sitemaps.org requires.
 _W3C_DATETIME = re.compile(
@@ -81,7 +84,10 @@ class Sitemap:
 
     @property
     def truncated(self) -> bool:
-        return bool(self.warnings["truncated_urls"] or self.warnings["truncated_bytes"])
+        return any(
+            self.warnings[name]
+            for name in ("truncated_urls", "truncated_bytes", "truncated_gzip_members")
+        )
 
 
 class _Stop(Exception):
@@ -100,29 +106,34 @@ def _chunks(body: bytes, max_bytes: int, warnings: Counter[str]) -> Iterator[byt
         for start in range(0, min(len(body), max_bytes), _CHUNK):
             yield body[start : min(start + _CHUNK, max_bytes)]
         return
-    data = body
-    while True:
+    view = memoryview(body)
+    at = 0  # where the undecoded input starts
+    for _member in range(MAX_GZIP_MEMBERS):
         inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         try:
             while not inflater.eof:
+                # Input in slices: zlib copies whatever follows a member's end into
+                # unused_data, so feeding the whole rest of the body would copy it once per
+                # member, quadratic in a body made of many tiny members.
+                piece_in = view[at : at + _CHUNK]
                 # max_length bounds each step, so a bomb never inflates more than we asked for;
                 # past the limit one more byte is asked for, to tell "cut" from "exactly full".
-                piece = inflater.decompress(data, max(1, min(_CHUNK, left)))
-                data = inflater.unconsumed_tail
+                piece = inflater.decompress(piece_in, max(1, min(_CHUNK, left)))
+                at += len(piece_in) - len(inflater.unconsumed_tail) - len(inflater.unused_data)
                 if piece:
                     if left <= 0:
                         warnings["truncated_bytes"] += 1
                         return
                     left -= len(piece)
                     yield piece
-                elif not data:
+                elif not inflater.eof and at >= len(body):
                     warnings["truncated_gzip"] += 1  # the stream ends before its end marker
                     return
         except zlib.error as exc:
             raise SitemapError(f"invalid gzip data: {exc}") from None
-        data = inflater.unused_data
-        if not data.startswith(_GZIP_MAGIC):
+        if not body.startswith(_GZIP_MAGIC, at):
             return  # the last member, perhaps with trailing garbage as gzip(1) tolerates
+    warnings["truncated_gzip_members"] += 1
 
 
 class _XmlReader:
