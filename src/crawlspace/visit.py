@@ -19,7 +19,12 @@ from dataclasses import dataclass
 from crawlspace.config import CrawlConfig
 from crawlspace.dedup.simhash import simhash64
 from crawlspace.discovery.links import Discovery
-from crawlspace.discovery.sitemaps import SITEMAP_SOURCE, admit_sitemap_body, is_sitemap_response
+from crawlspace.discovery.sitemaps import (
+    SITEMAP_SOURCE,
+    admit_sitemap_body,
+    admit_sitemap_doc,
+    is_sitemap_response,
+)
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
@@ -344,9 +349,18 @@ class Visitor:
             completion.rejections = {"redirect_limit": 1}
             return completion
         # Each hop is a new URL through the frontier: robots and politeness apply to it.
-        candidate, reason = self.discovery.admit_one(
-            location, depth=lease.depth, source="redirect", redirect_hops=hops, base=response.url
-        )
+        if lease.source == SITEMAP_SOURCE:
+            candidate, reason = admit_sitemap_doc(
+                self.discovery, location, lease.depth, response.url, redirect_hops=hops
+            )
+        else:
+            candidate, reason = self.discovery.admit_one(
+                location,
+                depth=lease.depth,
+                source="redirect",
+                redirect_hops=hops,
+                base=response.url,
+            )
         if candidate is None:
             completion.rejections = {reason or "invalid_url": 1}
         elif reason is not None:

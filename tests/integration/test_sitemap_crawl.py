@@ -111,6 +111,12 @@ def build(ports: Mapping[str, int]) -> dict[str, Site]:
             f"http://127.0.0.1:{ports['hostile']}/from-text.html\n".encode(),
         ),
         "/from-text.html": page("listed in a text sitemap"),
+        # A sitemap that moved (as behind an http -> https redirect) is still read as one.
+        "/moved.xml": Response(301, {"Location": "/moved-to.xml"}, b""),
+        "/moved-to.xml": Response(
+            200, XML, urlset(f"http://127.0.0.1:{ports['hostile']}", {"/from-moved.html": ""})
+        ),
+        "/from-moved.html": page("listed in a sitemap behind a redirect"),
     }
     return {"maps": Site("maps", routes), "hostile": Site("hostile", hostile)}
 
@@ -126,7 +132,10 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebFarm,
             min_delay=0.02,
             delay_factor=0.0,
             max_sitemap_depth=1,
-            sitemaps=tuple(farm.url("hostile", p) for p in ("/bomb.xml", "/xxe.xml", "/plain.txt")),
+            sitemaps=tuple(
+                farm.url("hostile", p)
+                for p in ("/bomb.xml", "/xxe.xml", "/plain.txt", "/moved.xml")
+            ),
             progress=False,
         )
         crawler = Crawler(config, out)
@@ -204,12 +213,23 @@ def test_bomb_and_external_entity_are_refused_at_no_cost(
     assert elapsed < 20.0  # 10^9 "lol"s expanded would take minutes and gigabytes
 
 
+def test_a_redirected_sitemap_is_read_as_a_sitemap(crawled: tuple[WebFarm, Path, float]) -> None:
+    farm, out, _ = crawled
+    paths = farm.paths_for("hostile")
+    assert paths.count("/moved.xml") == paths.count("/moved-to.xml") == 1
+    assert "/from-moved.html" in paths
+    moved_to = urls(out)[farm.url("hostile", "/moved-to.xml")]
+    assert (moved_to["source"], moved_to["state"]) == ("sitemap", "fetched")
+
+
 def test_stats_count_sitemaps(crawled: tuple[WebFarm, Path, float]) -> None:
     _, out, _ = crawled
     sitemaps = crawl_stats(out)["sitemaps"]
-    # index, a, b, nested + bomb, xxe, plain.txt (too-deep is refused at the entry, as a link)
-    assert sitemaps["documents"] == 7
-    assert sitemaps["listed"] == 8  # 6 orphans, from-text, private/listed (excluded)
+    # index, a, b, nested + bomb, xxe, plain.txt, moved, moved-to (too-deep is refused at the
+    # entry, as a link)
+    assert sitemaps["documents"] == 9
+    # 6 orphans, from-text, from-moved, private/listed (excluded)
+    assert sitemaps["listed"] == 9
     assert sitemaps["with_lastmod"] == 6
 
 

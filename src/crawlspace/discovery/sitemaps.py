@@ -34,6 +34,7 @@ __all__ = [
     "SITEMAP_SOURCE",
     "admit_declared_sitemaps",
     "admit_sitemap_body",
+    "admit_sitemap_doc",
     "is_sitemap_response",
 ]
 
@@ -45,10 +46,14 @@ SITEMAP_ENTRY_SOURCE = "sitemap_entry"
 _SITEMAP_DOC_PRIORITY = 1.0
 
 
-def _sitemap_doc(
-    discovery: Discovery, url: str, depth: int, base: str | None
+def admit_sitemap_doc(
+    discovery: Discovery, url: str, depth: int, base: str | None, *, redirect_hops: int = 0
 ) -> tuple[UrlCandidate | None, str | None]:
-    candidate, reason = discovery.admit_one(url, depth=depth, source=SITEMAP_SOURCE, base=base)
+    """A sitemap document's URL: read as a sitemap when fetched, leased early on its host.
+    Also the target of a sitemap's redirect (http to https, say), which is still a sitemap."""
+    candidate, reason = discovery.admit_one(
+        url, depth=depth, source=SITEMAP_SOURCE, redirect_hops=redirect_hops, base=base
+    )
     if candidate is not None and reason is None:
         candidate = dataclasses.replace(
             candidate, priority=url_priority(depth, _SITEMAP_DOC_PRIORITY)
@@ -60,7 +65,7 @@ def admit_declared_sitemaps(discovery: Discovery, urls: Iterable[str]) -> Admiss
     """Sitemap URLs named by robots.txt Sitemap lines or ``--sitemap``: depth 0."""
     out = Admission()
     for url in urls:
-        candidate, reason = _sitemap_doc(discovery, url.strip(), 0, None)
+        candidate, reason = admit_sitemap_doc(discovery, url.strip(), 0, None)
         if candidate is None or reason is not None:
             out.rejections[reason or "invalid_url"] += 1
             continue
@@ -126,7 +131,7 @@ def _admit_entries(
     for entry in sitemap.entries:
         if index:
             child_depth = depth + 1
-            candidate, reason = _sitemap_doc(discovery, entry.loc, child_depth, url)
+            candidate, reason = admit_sitemap_doc(discovery, entry.loc, child_depth, url)
             if reason is None and child_depth > max_sitemap_depth:
                 reason = "sitemap_depth"
         else:
