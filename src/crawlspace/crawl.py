@@ -364,7 +364,12 @@ class Crawler:
             if idle and not config.continuous:  # --continuous waits for the next due revisit
                 self.request_stop("done")
                 break
-            wait = MAX_IDLE_WAIT if next_ready is None else min(MAX_IDLE_WAIT, next_ready - now)
+            if next_ready is None or free <= 0:
+                # Every fetch slot taken: a ready host cannot be served before a task ends, and
+                # a task's end sets _wake (waiting for next_ready would poll every millisecond).
+                wait = MAX_IDLE_WAIT
+            else:
+                wait = min(MAX_IDLE_WAIT, next_ready - now)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.001))

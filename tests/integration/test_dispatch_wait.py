@@ -1,0 +1,50 @@
+"""The dispatcher sleeps while every fetch slot is taken (crawl.py): a ready host cannot be
+served before a task ends, and each task's end wakes it. It used to poll the store every
+millisecond instead, for as long as the slots stayed full."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl import Crawler
+from crawlspace.demo.webfarm import Site, WebFarm, html
+
+DELAY = 0.4  # each page answers this late: the single slot stays taken
+
+
+def test_full_slots_do_not_poll_the_store(tmp_path: Path) -> None:
+    def slow_site(name: str) -> Site:
+        body = '<html><body><a href="/a.html">a</a></body></html>'
+        return Site(name, {"/": html(body, delay=DELAY), "/a.html": html("<p>a</p>", delay=DELAY)})
+
+    config = CrawlConfig(
+        allow_nets=("127.0.0.0/8",),
+        scope="any",
+        min_delay=0.0,
+        delay_factor=0.0,
+        concurrency=1,
+        progress=False,
+    )
+    with WebFarm({"s1": slow_site("s1"), "s2": slow_site("s2")}) as farm:
+        crawler = Crawler(config, tmp_path / "out")
+        polls = 0
+        next_ready_at = crawler.store.next_ready_at
+
+        def counting() -> float | None:
+            nonlocal polls
+            polls += 1
+            return next_ready_at()
+
+        crawler.store.next_ready_at = counting  # type: ignore[method-assign]
+        try:
+            crawler.add_seeds([farm.url("s1", "/"), farm.url("s2", "/")])
+            summary = crawler.run()
+        finally:
+            crawler.close()
+        assert farm.wait_idle(timeout=5.0)
+    assert summary.stop_reason == "done"
+    assert summary.pages == 4
+    # Four slow pages (~1.6 s with the other host ready all along): a handful of wake-ups per
+    # request, not one per millisecond.
+    assert polls < 60, polls
