@@ -14,6 +14,7 @@ from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.frontier.priority import PriorityRules
 from crawlspace.records import Completion, Lease, UrlCandidate
+from crawlspace.store import sqlite_revisit
 from crawlspace.store.sqlite import SqliteStore
 from crawlspace.store.sqlite_priority import Ranking
 from crawlspace.urls import host_key
@@ -217,3 +218,24 @@ def test_path_ascending_discovery_finds_unlinked_directories(
         assert fetched == sorted(set(routes) - {"/robots.txt"})
     else:
         assert fetched == ["/", "/docs/guide/intro.html"]
+
+
+def test_in_links_never_push_a_new_url_into_the_revisit_band(tmp_path: Path) -> None:
+    # Priority 0 (a sitemap's 1.0, say) minus in-link points would go below 0, the band of due
+    # revisits (store/sqlite_revisit.py): the URL would count as a revisit.
+    store = _store(tmp_path / "crawl.db", PriorityRules(inlink_weight=3, inlink_cap=5))
+    try:
+        others = ("b.test", "c.test", "d.test")
+        store.add([_candidate(f"http://{host}/", 0, "seed") for host in others], NOW)
+        store.add([UrlCandidate("http://a.test/top", "http://a.test", 1, priority=0)], NOW)
+        store._db.execute("UPDATE hosts SET robots_expires_at = 1e12")
+        for host in others:  # three in-links, each worth 3 points
+            _complete(store, _lease_page(store, host), ["http://a.test/top"])
+        (priority,) = store._db.execute(
+            "SELECT priority FROM urls WHERE url = 'http://a.test/top'"
+        ).fetchone()
+        revisits = sqlite_revisit.any_queued_revisit(store._db)
+    finally:
+        store.close()
+    assert priority == 0
+    assert not revisits

@@ -78,11 +78,15 @@ class Ranking:
             return
         if not self.aopic:
             if self.rules.inlink_weight and self.rules.inlink_cap:
+                # A new URL's priority stays >= 0: below 0 is the revisit band
+                # (sqlite_revisit.py), where it would be taken for a due revisit.
+                weight = self.rules.inlink_weight
                 db.executemany(
-                    "UPDATE urls SET inlinks = inlinks + 1, priority = priority - CASE WHEN"
-                    " state = 'queued' AND inlinks BETWEEN 1 AND ? THEN ? ELSE 0 END"
+                    "UPDATE urls SET inlinks = inlinks + 1, priority = CASE WHEN"
+                    " state = 'queued' AND inlinks BETWEEN 1 AND ? THEN CASE WHEN priority >= 0"
+                    " THEN MAX(priority - ?, 0) ELSE priority - ? END ELSE priority END"
                     " WHERE url = ?",
-                    [(self.rules.inlink_cap, self.rules.inlink_weight, url) for url in targets],
+                    [(self.rules.inlink_cap, weight, weight, url) for url in targets],
                 )
             else:
                 db.executemany(
