@@ -80,6 +80,12 @@ class SqliteStore:
             self._db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
             self._check_schema_version()
             self._add_missing_columns()
+            # A host's allowance is set when its row is made; a resume with another
+            # max_in_flight_per_host applies it to every host already known, too.
+            self._db.execute(
+                "UPDATE hosts SET max_in_flight = ? WHERE max_in_flight <> ?",
+                (self.limits.max_in_flight_per_host,) * 2,
+            )
             sqlite_dedup.migrate(self._db)
             sqlite_revisit.migrate(self._db)
             sqlite_priority.migrate(self._db)

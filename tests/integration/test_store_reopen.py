@@ -1,0 +1,38 @@
+"""Reopening crawl.db with other limits (store/sqlite.py): the new ones hold for known hosts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crawlspace.records import LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.store.base import FrontierLimits
+from crawlspace.store.sqlite import SqliteStore
+
+SITE = "http://a.example"
+
+
+def page_leases(store: SqliteStore, now: float) -> int:
+    return sum(1 for lease in store.lease(now, 10, 100.0) if lease.kind is LeaseKind.PAGE)
+
+
+def test_a_resume_with_a_lower_per_host_allowance_applies_it_to_known_hosts(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "crawl.db"
+    store = SqliteStore(path, FrontierLimits(max_in_flight_per_host=4))
+    try:
+        store.add([UrlCandidate(f"{SITE}/{n}", SITE, 0) for n in range(8)], 0.0)
+        (robots,) = store.lease(0.0, 10, 100.0)
+        record = RobotsRecord(SITE, 404, "allow_all", b"", 0.0, 1e9)
+        assert store.complete_robots(robots, record, 0.0)
+        assert page_leases(store, 1.0) == 1  # one lease per host per call
+        assert page_leases(store, 1.0) == 1  # a second one while the first is out: allowed
+        store.recover(2.0)
+    finally:
+        store.close()
+    store = SqliteStore(path, FrontierLimits(max_in_flight_per_host=1))
+    try:
+        assert page_leases(store, 3.0) == 1
+        assert page_leases(store, 3.0) == 0  # the host's one slot is taken
+    finally:
+        store.close()
