@@ -124,6 +124,11 @@ class StagePools:
             self._scope_revision
         )
 
+    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn`` on a parse thread: long pure work kept off the event loop (a big sitemap)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, functools.partial(fn, *args))
+
     async def archive(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._warc, functools.partial(fn, *args, **kwargs))

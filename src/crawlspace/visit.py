@@ -21,7 +21,7 @@ from crawlspace.dedup.simhash import simhash64
 from crawlspace.discovery.links import Discovery
 from crawlspace.discovery.sitemaps import (
     SITEMAP_SOURCE,
-    admit_sitemap_body,
+    admit_parsed_sitemap,
     admit_sitemap_doc,
     is_sitemap_response,
 )
@@ -31,7 +31,7 @@ from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy, HostWait
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.directives import parse_x_robots_tag
-from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
+from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES, Sitemap, SitemapError, parse_sitemap
 from crawlspace.processors import ProcessedContent, ProcessorRegistry, admit_links
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -288,9 +288,15 @@ class Visitor:
             return completion, None
         if is_sitemap_response(lease.source, response.header("content-type")):
             # Its URLs enter like links, through the same admission (discovery/sitemaps.py).
-            admission, completion.reason = admit_sitemap_body(
+            try:
+                parsed: Sitemap | SitemapError = await self.pools.in_thread(
+                    parse_sitemap, response.body
+                )
+            except SitemapError as exc:
+                parsed = exc
+            admission, completion.reason = admit_parsed_sitemap(
                 self.discovery,
-                response.body,
+                parsed,
                 url=lease.url,
                 depth=lease.depth,
                 max_sitemap_depth=self.config.max_sitemap_depth,

@@ -33,6 +33,7 @@ __all__ = [
     "SITEMAP_ENTRY_SOURCE",
     "SITEMAP_SOURCE",
     "admit_declared_sitemaps",
+    "admit_parsed_sitemap",
     "admit_sitemap_body",
     "admit_sitemap_doc",
     "is_sitemap_response",
@@ -89,15 +90,41 @@ def admit_sitemap_body(
     ``cut_in_transfer``: the fetch stopped at its byte limit (MAX_SITEMAP_BYTES on the wire).
     ``now`` dates ``<lastmod>`` for the priority's freshness points (None: no such points).
     """
+    try:
+        parsed: Sitemap | SitemapError = parse_sitemap(body)
+    except SitemapError as exc:
+        parsed = exc
+    return admit_parsed_sitemap(
+        discovery,
+        parsed,
+        url=url,
+        depth=depth,
+        max_sitemap_depth=max_sitemap_depth,
+        cut_in_transfer=cut_in_transfer,
+        now=now,
+    )
+
+
+def admit_parsed_sitemap(
+    discovery: Discovery,
+    parsed: Sitemap | SitemapError,
+    *,
+    url: str,
+    depth: int,
+    max_sitemap_depth: int,
+    cut_in_transfer: bool = False,
+    now: float | None = None,
+) -> tuple[Admission, str | None]:
+    """``admit_sitemap_body`` for a body already parsed (the crawl parses off its event loop:
+    a 50 MiB sitemap takes a while) or refused with ``parse_sitemap``'s error."""
     out = Admission()
     if cut_in_transfer:
         out.rejections["sitemap_truncated"] += 1
-    try:
-        sitemap = parse_sitemap(body)
-    except SitemapError as exc:
-        log.warning("sitemap %s refused: %s", url, exc)
+    if isinstance(parsed, SitemapError):
+        log.warning("sitemap %s refused: %s", url, parsed)
         out.rejections["sitemap_invalid"] += 1
         return out, "sitemap_invalid"
+    sitemap = parsed
     if sitemap.truncated and not cut_in_transfer:
         # sitemaps.org: 50,000 URLs and 50 MiB per file; the rest of the file is not read.
         log.warning("sitemap %s exceeds the protocol's limits, cut: %s", url, sitemap.warnings)
