@@ -119,6 +119,9 @@ class CrawlConfig:
     bloom_expected_urls: int = 1_000_000
     bloom_fp_rate: float = 0.01
     near_duplicate_bits: int = 3
+    # Fingerprints the near-duplicate index holds in memory (~32 bytes each; resume reloads
+    # them): past it, new pages are compared with the stored ones but not stored themselves.
+    near_duplicate_max_pages: int = 4_000_000
     # Trap budgets (frontier/budgets.py; each refusal counted as rejected.<reason>): pages
     # fetched per host per UTC day (the host then waits for the next day), total bytes downloaded
     # (the crawl stops leasing), consecutive repeats of a path-segment run, query parameters,
@@ -206,6 +209,10 @@ class CrawlConfig:
             raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
         if not 0 <= self.near_duplicate_bits < 64:
             raise ConfigError(f"near_duplicate_bits must be 0..63 (got {self.near_duplicate_bits})")
+        if self.near_duplicate_max_pages < 0:
+            raise ConfigError(
+                f"near_duplicate_max_pages must be >= 0 (got {self.near_duplicate_max_pages})"
+            )
         if not 0 < self.revisit_min_interval <= self.revisit_max_interval:
             raise ConfigError(
                 "revisit intervals need 0 < revisit_min_interval <= revisit_max_interval"

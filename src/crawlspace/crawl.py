@@ -115,7 +115,9 @@ class Crawler:
                     lost_lease_gap=config.min_delay,
                 ),
                 seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
-                near_index=NearDuplicateIndex(config.near_duplicate_bits),
+                near_index=NearDuplicateIndex(
+                    config.near_duplicate_bits, config.near_duplicate_max_pages
+                ),
                 background_checkpoints=True,
             )
         self._committer = GroupCommitter(self.store, self.clock.now)

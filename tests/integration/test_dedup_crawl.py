@@ -106,3 +106,26 @@ def test_duplicate_pages_lower_their_hosts_link_priority(tmp_path: Path) -> None
     # /deeper is found only on near-duplicate pages, after the host's duplicate rate rose.
     deeper = rows[farm.url("dups", "/deeper")]
     assert deeper > 2 * 10 + 5  # url_priority(2) is 25 without a penalty
+
+
+def test_a_full_near_duplicate_index_stops_storing_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with WebFarm({"dups": build_site()}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.1/32",),
+            min_delay=0.0,
+            delay_factor=0.0,
+            near_duplicate_max_pages=0,  # memory bound reached at once
+            progress=False,
+        )
+        crawler = Crawler(config, out)
+        try:
+            crawler.add_seeds([farm.url("dups", "/")])
+            assert crawler.run().stop_reason == "done"
+        finally:
+            crawler.close()
+    dedup = crawl_stats(out)["dedup"]
+    assert dedup["exact_duplicates"] == VARIANTS  # exact matching is in the store, unbounded
+    assert dedup["near_duplicates"] == 0
+    # Every page that was no exact duplicate: /, /same, /other, /deeper and the near ones.
+    assert dedup["near_index_full"] == NEAR + 4

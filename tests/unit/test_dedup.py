@@ -353,3 +353,17 @@ def test_near_index_truncate_forgets_exactly_the_later_entries() -> None:
         assert index.find_all(fp) == fresh.find_all(fp)
     index.add(later[0], 999)  # still usable: new entries are found
     assert index.find(later[0]) == (999, 0)
+
+
+def test_near_index_stops_storing_at_its_cap_but_still_answers() -> None:
+    rng = random.Random(5)
+    stored = [rng.getrandbits(64) for _ in range(10)]
+    index = NearDuplicateIndex(3, max_entries=10)
+    for n, fp in enumerate(stored):
+        index.add(fp, n)
+    late = rng.getrandbits(64)
+    index.add(late, 99)  # full: not stored, counted
+    assert len(index) == 10
+    assert index.full_skips == 1
+    assert index.find(late) is None
+    assert index.find(stored[3] ^ 0b101) == (3, 2)  # the stored ones still match

@@ -33,10 +33,18 @@ def _blocks(k: int) -> list[tuple[int, int]]:
 
 
 class NearDuplicateIndex:
-    def __init__(self, k: int = 3) -> None:
+    """``max_entries`` bounds memory (~32 bytes an entry): once full, further fingerprints are
+    not stored (``full_skips`` counts them), so later pages are still compared with the ones
+    stored but not with each other."""
+
+    def __init__(self, k: int = 3, max_entries: int | None = None) -> None:
         if not 0 <= k < _BITS:
             raise ValueError(f"k must be in 0..63 (got {k})")
+        if max_entries is not None and max_entries < 0:
+            raise ValueError(f"max_entries must be >= 0 (got {max_entries})")
         self.k = k
+        self.max_entries = max_entries
+        self.full_skips = 0
         self._blocks = _blocks(k)
         self._tables: list[dict[int, array[int]]] = [{} for _ in self._blocks]
         self._fps: array[int] = array("Q")
@@ -48,6 +56,9 @@ class NearDuplicateIndex:
     def add(self, fingerprint: int, ident: int) -> None:
         """Store ``fingerprint`` (unsigned 64-bit) under ``ident`` (e.g. its cluster id)."""
         entry = len(self._fps)
+        if self.max_entries is not None and entry >= self.max_entries:
+            self.full_skips += 1
+            return
         self._fps.append(fingerprint)
         self._ids.append(ident)
         for table, (shift, mask) in zip(self._tables, self._blocks, strict=True):

@@ -47,6 +47,10 @@ _FINISH_URL = (
 )
 
 
+# Host ids kept in memory (an id is one indexed read away when it is not).
+HOST_ID_CACHE = 200_000
+
+
 def _own_copy(completion: Completion) -> Completion:
     """A completion whose fields the store may change in place or replace."""
     return dataclasses.replace(completion, rejections=dict(completion.rejections))
@@ -165,6 +169,8 @@ class SqliteStore:
             host_id = int(
                 db.execute("SELECT id FROM hosts WHERE host_key = ?", (host_key,)).fetchone()[0]
             )
+            if len(self._host_ids) >= HOST_ID_CACHE:
+                self._host_ids.clear()  # memory must not grow with the number of hosts
             self._host_ids[host_key] = host_id
             self._hosts_cached_in_transaction.append(host_key)
         return host_id

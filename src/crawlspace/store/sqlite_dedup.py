@@ -259,7 +259,10 @@ def record_content(
     if dup_of is None and simhash is not None and index is not None:
         match = index.find(simhash)
         near_of = None if match is None else match[0]
+        skipped = index.full_skips
         index.add(simhash, fetch_id if near_of is None else near_of)
+        if index.full_skips > skipped:
+            bump_counters(db, {"dedup.near_index_full": 1})
     db.execute(
         "UPDATE fetches SET simhash = ?, dup_of = ?, near_dup_of = ? WHERE id = ?",
         (None if simhash is None else to_signed(simhash), dup_of, near_of, fetch_id),
