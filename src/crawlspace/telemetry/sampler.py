@@ -12,6 +12,8 @@ import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
+from rbloom import Bloom
+
 from crawlspace.errors import ConfigError
 from crawlspace.records import Completion
 
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
     from crawlspace.telemetry.metrics import CrawlMetrics
 
 log = logging.getLogger("crawlspace.telemetry")
+
+
+# Distinct page texts the duplicate count is exact for (at 0.1% false positives).
+TEXTS_EXPECTED = 4_000_000
 
 
 def _is_error(completion: Completion) -> bool:
@@ -41,9 +47,12 @@ class Telemetry:
         self._next_at = 0.0
         self._last: tuple[float, int, int] | None = None  # (ts, pages, discovered)
         self.pages = self.bytes = self.errors = self.html_pages = 0
-        # 8-byte prefixes of text hashes: ~70 bytes of memory per page for an exact duplicate
-        # count without re-reading the fetches table (a COUNT DISTINCT is O(pages) per sample).
-        self._texts: set[int] = set()
+        # Texts seen, to count duplicate pages without re-reading the fetches table (a COUNT
+        # DISTINCT is O(pages) per sample). A Bloom filter, not a set of hashes: its memory is
+        # fixed (~7 MB) where a set grew by ~70 bytes a page; past TEXTS_EXPECTED distinct texts
+        # its false positives make the count of this gauge drift up by a few percent.
+        self._texts = Bloom(TEXTS_EXPECTED, 0.001)
+        self.duplicates = 0
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -56,8 +65,7 @@ class Telemetry:
             self.pages += 1
             self.bytes += fetch.bytes
             if fetch.text_sha256 is not None:
-                self.html_pages += 1
-                self._texts.add(int(fetch.text_sha256[:16], 16))
+                self._count_text(fetch.text_sha256)
         if _is_error(completion):
             self.errors += 1
         if self.metrics is not None:
@@ -87,9 +95,13 @@ class Telemetry:
         if self.metrics is not None:
             self.metrics.stop()
 
-    @property
-    def duplicates(self) -> int:
-        return self.html_pages - len(self._texts)
+    def _count_text(self, text_sha256: str) -> None:
+        self.html_pages += 1
+        text = int(text_sha256[:16], 16)
+        if text in self._texts:
+            self.duplicates += 1
+        else:
+            self._texts.add(text)
 
     # -- sampling --------------------------------------------------------------------------
 
@@ -129,8 +141,7 @@ class Telemetry:
             for (text,) in db.execute(
                 "SELECT text_sha256 FROM fetches WHERE text_sha256 IS NOT NULL"
             ):
-                self.html_pages += 1
-                self._texts.add(int(text[:16], 16))
+                self._count_text(text)
         finally:
             db.close()
         self.pages += int(pages)
