@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from crawlspace.frontier.revisit import DAY, HOUR, RevisitPolicy
+from crawlspace.frontier.revisit import DAY, GONE_HASH, HOUR, RevisitPolicy
+from crawlspace.records import Completion
+from crawlspace.store.sqlite_revisit import revisit_schedule
 
 
 @dataclass
@@ -118,6 +120,24 @@ def test_sitemap_changefreq_sets_the_first_interval() -> None:
 def test_tombstones_get_the_long_interval() -> None:
     p = RevisitPolicy(min_interval=1.0, max_interval=100.0, gone_interval=1000.0)
     assert p.after_visit(5.0, old_hash="x", new_hash=None, gone=True)[0] == 1000.0
+
+
+def test_an_answer_without_content_is_no_change() -> None:
+    # A page that turned 403 keeps its old hash: counted as a change, it would be revisited
+    # ever more often; as no change, it backs off.
+    p = RevisitPolicy(min_interval=10.0, max_interval=100.0)
+    assert p.after_visit(40.0, old_hash="a", new_hash=None) == (80.0, False)
+
+
+def test_a_tombstone_changed_once_and_keeps_its_learned_interval() -> None:
+    p = RevisitPolicy(min_interval=1.0, max_interval=100.0, gone_interval=1000.0)
+    gone = Completion("failed", reason="timeout")
+    first = revisit_schedule(gone, 0.0, p, interval=5.0, old_hash="x", changefreq=None)
+    assert first == (5.0, 1000.0, True, GONE_HASH)  # became gone: a change, back in 1000 s
+    again = revisit_schedule(gone, 1000.0, p, interval=5.0, old_hash=GONE_HASH, changefreq=None)
+    assert again == (5.0, 2000.0, False, GONE_HASH)  # still gone: no change
+    # Back with content: a change, at the pace learned before it failed.
+    assert p.after_visit(5.0, old_hash=GONE_HASH, new_hash="y") == (2.5, True)
 
 
 def test_bad_bounds_are_refused() -> None:

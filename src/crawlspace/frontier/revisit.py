@@ -14,6 +14,7 @@ clamped to [min_interval, max_interval]; the first one comes from the sitemap's 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 __all__ = ["CHANGEFREQ_SECONDS", "RevisitPolicy"]
 
@@ -30,6 +31,11 @@ CHANGEFREQ_SECONDS: dict[str, float] = {
     "yearly": 365 * DAY,
     "never": float("inf"),
 }
+
+
+# The content hash stored for a URL that answered "gone" (404/410) or failed: its next gone
+# answer is then no change, and a 200 after it is one.
+GONE_HASH: Final = "gone"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +82,14 @@ class RevisitPolicy:
         """(next interval, whether the content changed) after one completed visit.
 
         A first visit (``interval`` None) counts as a change. A 304 is unchanged by definition;
-        otherwise the page changed when its content hash differs from the stored one.
+        otherwise the page changed when its content hash differs from the stored one. An answer
+        without content (``new_hash`` None: a 403, say) is no change: counted as one, a page that
+        turned forbidden would be revisited ever more often. A tombstone changed only when it
+        became one (``old_hash`` is ``GONE_HASH`` once it is).
         """
         if gone:
-            return max(self.gone_interval, self.min_interval), old_hash is not None
+            return max(self.gone_interval, self.min_interval), old_hash not in (None, GONE_HASH)
         if interval is None:
             return self.first(changefreq), True
-        changed = not not_modified and new_hash != old_hash
+        changed = not not_modified and new_hash is not None and new_hash != old_hash
         return self.next(interval, changed=changed), changed

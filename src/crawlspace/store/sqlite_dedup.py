@@ -256,7 +256,11 @@ def record_content(
         ).fetchone()
         dup_of = None if row is None else int(row[0])
     simhash = fetch.simhash
-    if dup_of is None and simhash is not None and index is not None:
+    # Near duplicates are judged on a URL's first visit. A revisit would match its own earlier
+    # version (an unchanged page is its own near duplicate), raising its host's duplicate rate
+    # with every recrawl, and would store a fingerprint per version.
+    first_visit = lease.version == 1
+    if first_visit and dup_of is None and simhash is not None and index is not None:
         match = index.find(simhash)
         near_of = None if match is None else match[0]
         skipped = index.full_skips

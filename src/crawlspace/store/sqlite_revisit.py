@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
 
-from crawlspace.frontier.revisit import RevisitPolicy
+from crawlspace.frontier.revisit import GONE_HASH, RevisitPolicy
 from crawlspace.frontier.states import REVISITABLE, check_revisit
 from crawlspace.records import Completion
 
@@ -77,7 +77,7 @@ def revisit_schedule(
     new_hash = None
     if fetch is not None and 200 <= fetch.status < 300:
         new_hash = fetch.text_sha256 or fetch.content_sha256
-    interval, changed = policy.after_visit(
+    wait, changed = policy.after_visit(
         interval,
         old_hash=old_hash,
         new_hash=new_hash,
@@ -85,7 +85,11 @@ def revisit_schedule(
         gone=gone,
         changefreq=changefreq,
     )
-    return interval, now + interval, changed, new_hash
+    if gone:
+        # Come back after gone_interval, but keep the interval learned so far: a page that
+        # failed once and then answers again resumes its own pace.
+        return interval if interval is not None else wait, now + wait, changed, GONE_HASH
+    return wait, now + wait, changed, new_hash
 
 
 def promote_due(db: sqlite3.Connection, now: float, limit: int) -> int:
