@@ -89,9 +89,24 @@ def test_continuous_recrawl_revalidates_unchanged_pages(tmp_path: Path) -> None:
     # Events: one per (url, version); revisits of unchanged pages are not_modified.
     db = open_crawl_db(out)
     try:
-        events = db.execute("SELECT url, version, state FROM events ORDER BY seq").fetchall()
+        events = db.execute(
+            "SELECT url, version, state, content_sha256, text_sha256 FROM events ORDER BY seq"
+        ).fetchall()
+        fetch_rows = db.execute(
+            "SELECT status, content_type, content_sha256, text_sha256 FROM fetches WHERE url = ?"
+            " ORDER BY id",
+            (farm.url("site", "/a.html"),),
+        ).fetchall()
     finally:
         db.close()
+    # A 304's row and event describe the copy it validated, not its own empty body.
+    first, *revalidated = [tuple(row) for row in fetch_rows]
+    assert first[0] == 200
+    assert first[1:] == ("text/html", *first[2:])
+    assert revalidated
+    assert all(row == (304, *first[1:]) for row in revalidated), revalidated
+    a_events = [e for e in events if e["url"] == farm.url("site", "/a.html")]
+    assert {(e["content_sha256"], e["text_sha256"]) for e in a_events} == {first[2:]}
     assert len({(e["url"], e["version"]) for e in events}) == len(events)
     a_url = farm.url("site", "/a.html")
     states = [e["state"] for e in events if e["url"] == a_url]

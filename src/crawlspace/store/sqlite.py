@@ -323,7 +323,9 @@ class SqliteStore:
                 host_id,
             ),
         )
-        if fetch is not None:  # exact/near duplicate; may lower the host's link priorities
+        if fetch is not None and completion.state != "not_modified":
+            # Exact/near duplicate; may lower the host's link priorities. A 304 validated
+            # content already classified.
             sqlite_dedup.record_content(
                 db, lease, host_id, fetch, completion, index=self.near_index
             )

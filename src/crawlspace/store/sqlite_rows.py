@@ -3,6 +3,7 @@ host's robots.txt. Functions over the caller's connection, inside its transactio
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sqlite3
 
@@ -16,9 +17,33 @@ def event_id(url: str, version: int) -> str:
     return f"{hashlib.sha256(url.encode()).hexdigest()[:20]}-v{version}"
 
 
+def _validated(db: sqlite3.Connection, lease: Lease, fetch: FetchRecord) -> FetchRecord:
+    """A 304's row and event describe the copy it validated: the URL's last 2xx fetch's
+    content type, hashes, noindex and canonical. The 304's own empty body would read as
+    "the content is now empty, and noindex was lifted" to an indexer."""
+    row = db.execute(
+        "SELECT content_type, content_sha256, text_sha256, noindex, canonical FROM fetches"
+        " WHERE url_id = ? AND status BETWEEN 200 AND 299 ORDER BY id DESC LIMIT 1",
+        (lease.url_id,),
+    ).fetchone()
+    if row is None:  # validated a copy this store never saw: say nothing about content
+        return dataclasses.replace(fetch, content_sha256=None, text_sha256=None)
+    content_type, content_sha256, text_sha256, noindex, canonical = row
+    return dataclasses.replace(
+        fetch,
+        content_type=content_type,
+        content_sha256=content_sha256,
+        text_sha256=text_sha256,
+        noindex=bool(noindex),
+        canonical=canonical,
+    )
+
+
 def insert_fetch(
     db: sqlite3.Connection, lease: Lease, fetch: FetchRecord, completion: Completion
 ) -> None:
+    if completion.state == "not_modified":
+        fetch = _validated(db, lease, fetch)
     cur = db.execute(
         "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
         " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
@@ -53,6 +78,8 @@ def insert_fetch(
 
 def emit_event(db: sqlite3.Connection, lease: Lease, completion: Completion, now: float) -> None:
     fetch = completion.fetch
+    if fetch is not None and completion.state == "not_modified":
+        fetch = _validated(db, lease, fetch)
     db.execute(
         "INSERT INTO events (event_id, url, version, state, reason, status, content_sha256,"
         " text_sha256, warc_file, warc_offset, created_at)"
