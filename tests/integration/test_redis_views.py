@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -461,6 +462,41 @@ def test_a_lease_is_handed_out_only_once_its_grant_is_on_a_replica(
     finally:
         frontier.close()
         wait_cluster_ok(cluster)
+
+
+def test_a_grant_whose_master_dies_during_wait_stays_unconfirmed(tmp_path: Path) -> None:
+    """The barrier asks each master on a connection of its own. Through the cluster client's
+    pipeline, a WAIT whose connection broke was retried alone on a fresh connection to another
+    node, which had written nothing and confirmed at once: a grant the failover then lost was
+    handed out, and a second worker got the same host."""
+    cluster = start_cluster(tmp_path / "cluster", masters=3, replicas=1)
+    stopped: list[int] = []
+    try:
+        frontier = RedisFrontier(
+            connect(cluster.url),
+            namespace="diewait",
+            buckets=BUCKETS,
+            wait_replicas=1,
+            wait_timeout=1.0,
+        )
+        key = frontier.key_prefix(0) + "st"
+        master_port = frontier.client.get_node_from_key(key).port
+        master = next(n for n in cluster.nodes if n.port == master_port)
+        replica = next(n for n in cluster.nodes if n.port == replica_port(master_port))
+        barrier = frontier._barrier
+        assert barrier.unconfirmed({key}) == set()  # a healthy shard confirms
+        os.kill(replica.proc.pid, signal.SIGSTOP)  # the grant can no longer reach a replica
+        stopped.append(replica.proc.pid)
+        killer = threading.Timer(0.3, lambda: os.kill(master.proc.pid, signal.SIGKILL))
+        killer.start()  # the master dies 0.3 s into the 1 s WAIT
+        try:
+            assert barrier.unconfirmed({key}) == {key}
+        finally:
+            killer.join()
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        cluster.stop()
 
 
 def replica_port(master_port: int) -> int:

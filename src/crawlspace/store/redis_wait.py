@@ -6,7 +6,7 @@ so without a barrier a failover of a link's shard could lose an acknowledged ``a
 parent's completion survives on its own shard: the link would be lost for good. ``WAIT
 numreplicas timeout`` blocks until replicas acknowledged every write made *on that connection*
 before it (https://redis.io/commands/wait/), so each shard gets a small write followed by
-``WAIT`` on the same connection (one pipeline): the write moves the connection's replication
+``WAIT`` on the same connection: the write moves the connection's replication
 offset past every earlier write of that master by any client, since a master's replication stream
 is one ordered log, and so past the links whichever connection added them.
 
@@ -75,6 +75,9 @@ class ReplicationBarrier:
             return set()
         node_of: Callable[[str], Any] = self.client.get_node_from_key
         try:
+            # Each key's master as the barrier saw it: a topology refresh during the WAIT must
+            # not move a key to a new master that was never asked.
+            master_of = {key: node_of(key).name for key in keys}
             targets = self._targets(keys, None)
             confirmed = self._acks(targets)
         except _ERRORS as exc:
@@ -86,7 +89,7 @@ class ReplicationBarrier:
         if not short_masters:
             return set()
         log.warning("%d shard(s) did not confirm lease grants in time", len(short_masters))
-        return {key for key in keys if node_of(key).name in short_masters}
+        return {key for key in keys if master_of[key] in short_masters}
 
     def _targets(self, keys: Iterable[str], parent_key: str | None) -> list[tuple[Any, str, int]]:
         """(master, one of its keys, acknowledgements to ask for) per master of ``keys``, but
@@ -118,18 +121,42 @@ class ReplicationBarrier:
         return sum(not ok for ok in self._acks(targets))
 
     def _acks(self, targets: list[tuple[Any, str, int]]) -> list[bool]:
-        """One pipeline: per master a small write, then WAIT on the same connection (so one
-        round trip per shard); per target, whether its master got the acknowledgements."""
-        if not targets:
-            return []
-        pipe = self.client.pipeline(transaction=False)
+        """Per master a small write, then WAIT on the same connection; per target, whether its
+        master took the write and got the acknowledgements.
+
+        Each master gets its own connection, written to first for all of them and read
+        afterwards, so the shards wait in parallel. Not the cluster client's pipeline: when a
+        master's connection breaks during WAIT, that pipeline retries the keyless WAIT alone, on
+        a fresh connection to some other node, which has written nothing and so "confirms" at
+        once (a failover then lost a grant the barrier had passed)."""
+        sent: list[tuple[Any, Any] | None] = []
         for node, key, wanted in targets:
-            pipe.hincrby(key, BARRIER_FIELD, 1)
-            # WAIT has no key: target_nodes sends it to the key's master, on the same connection.
-            pipe.execute_command("WAIT", wanted, self.timeout_ms, target_nodes=node)
-        acks = pipe.execute(raise_on_error=False)[1::2]
-        # An error reply (the node is no longer a master, say) counts as short too.
-        return [
-            isinstance(ack, int) and ack >= wanted
-            for ack, (_, _, wanted) in zip(acks, targets, strict=True)
-        ]
+            pool = self.client.get_redis_connection(node).connection_pool
+            conn = pool.get_connection()
+            try:
+                conn.send_packed_command(
+                    conn.pack_commands(
+                        [("HINCRBY", key, BARRIER_FIELD, 1), ("WAIT", wanted, self.timeout_ms)]
+                    )
+                )
+            except _ERRORS:
+                conn.disconnect()
+                pool.release(conn)
+                sent.append(None)
+            else:
+                sent.append((pool, conn))
+        confirmed = []
+        for (_, _, wanted), entry in zip(targets, sent, strict=True):
+            ok = False
+            if entry is not None:
+                pool, conn = entry
+                try:
+                    wrote = conn.read_response()
+                    acks = conn.read_response()
+                    ok = isinstance(wrote, int) and isinstance(acks, int) and acks >= wanted
+                except _ERRORS:  # an error reply or a broken connection: short
+                    conn.disconnect()  # a reply may still be unread on it
+                finally:
+                    pool.release(conn)
+            confirmed.append(ok)
+        return confirmed
