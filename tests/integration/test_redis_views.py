@@ -464,6 +464,36 @@ def test_a_lease_is_handed_out_only_once_its_grant_is_on_a_replica(
         wait_cluster_ok(cluster)
 
 
+def test_a_completion_whose_reply_was_lost_still_counts(
+    deployments: dict[str, RedisDeployment],
+) -> None:
+    """The script ran, its reply was lost, the call was retried: the retry must not call the
+    completion stale (a worker would roll back the local rows of a page the frontier has)."""
+    frontier = RedisFrontier(connect(deployments["single"].url), namespace="lost", buckets=4)
+    try:
+        host, now = "http://lost.test", time.time()
+        page = page_lease(frontier, f"{host}/1", host, now)
+        real = frontier.client.evalsha
+        lost: list[Any] = []
+
+        def reply_lost(*args: Any) -> Any:
+            reply = real(*args)
+            if args[0] == frontier._sha["complete"] and not lost:
+                lost.append(reply)
+                raise redis.exceptions.ConnectionError("reply lost after the script ran")
+            return reply
+
+        frontier.client.evalsha = reply_lost  # type: ignore[method-assign]
+        assert frontier.complete(page, Completion(state="fetched"), now)
+        assert lost, "the fault was injected"
+        # A second call with the same lease is a duplicate: refused, as by every store.
+        assert not frontier.complete(page, Completion(state="fetched"), now)
+        assert len(frontier.completion_events()) == 1
+        assert frontier.url_state(f"{host}/1", host) == ("fetched", None)
+    finally:
+        frontier.close()
+
+
 def test_a_grant_whose_master_dies_during_wait_stays_unconfirmed(tmp_path: Path) -> None:
     """The barrier asks each master on a connection of its own. Through the cluster client's
     pipeline, a WAIT whose connection broke was retried alone on a fresh connection to another

@@ -151,12 +151,13 @@ class RedisFrontier:
     def key_prefix(self, bucket: int) -> str:
         return f"{{{self.namespace}:b{bucket}}}:"
 
-    def retrying(self, call: Callable[[], _T]) -> _T:
+    def retrying(self, call: Callable[[], _T], *, retried: list[bool] | None = None) -> _T:
         """Ride out a failover or a restart: retry while the deadline allows, then raise.
 
         Retrying a script whose reply was lost is safe: add is idempotent (the seen set), a
-        repeated completion or release is refused as stale, and a lease granted twice leaves
-        one orphan lease that expires (at-least-once, never a lost URL).
+        repeated release is refused as stale, a repeated completion says it was applied
+        already (``complete``), and a lease granted twice leaves one orphan lease that expires
+        (at-least-once, never a lost URL). ``retried`` is set when a call failed in transit.
         """
         deadline = time.monotonic() + self.retry_seconds
         delay = 0.05
@@ -167,6 +168,8 @@ class RedisFrontier:
                 # A promoted replica or a restarted node may lack the script cache.
                 self._load_scripts()
             except _TRANSIENT:
+                if retried is not None:
+                    retried[:] = [True]
                 if time.monotonic() + delay > deadline:
                     raise
                 time.sleep(delay)  # bounded by the deadline; nothing to do until Redis is back
@@ -175,17 +178,24 @@ class RedisFrontier:
     def _load_scripts(self) -> None:
         self._sha = {name: self.client.script_load(src) for name, src in self._src.items()}
 
-    def _run(self, name: str, bucket: int, *args: object) -> Any:
+    def _run(self, name: str, bucket: int, *args: object, retried: list[bool] | None = None) -> Any:
         prefix = self.key_prefix(bucket)
-        return self.run_key(name, prefix + "st", (prefix, *args))
+        return self.run_key(name, prefix + "st", (prefix, *args), retried=retried)
 
-    def _run_indexed(self, name: str, bucket: int, *args: object) -> Any:
+    def _run_indexed(
+        self, name: str, bucket: int, *args: object, retried: list[bool] | None = None
+    ) -> Any:
         """Run a write script on one bucket, copy its index update (redis_index.py), return the
         rest of its reply."""
-        return self.index.apply_replies([bucket], [self._run(name, bucket, *args)])[0]
+        reply = self._run(name, bucket, *args, retried=retried)
+        return self.index.apply_replies([bucket], [reply])[0]
 
-    def run_key(self, name: str, key: str, args: Sequence[object]) -> Any:
-        return self.retrying(lambda: self.client.evalsha(self._sha[name], 1, key, *args))
+    def run_key(
+        self, name: str, key: str, args: Sequence[object], *, retried: list[bool] | None = None
+    ) -> Any:
+        return self.retrying(
+            lambda: self.client.evalsha(self._sha[name], 1, key, *args), retried=retried
+        )
 
     def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
         """One pipelined round trip per shard; a call that failed is rerun on its own."""
@@ -354,6 +364,7 @@ class RedisFrontier:
             if self._barrier.replicas > 0:
                 self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
         nxt = completion.next_allowed_at
+        retried: list[bool] = []
         done = int(
             self._run_indexed(
                 "complete",
@@ -373,11 +384,14 @@ class RedisFrontier:
                 _num(now),
                 "" if completion.host_backoff is None else completion.host_backoff,
                 "" if completion.host_failures is None else completion.host_failures,
+                retried=retried,
             )
         )
         if done < 0:
             raise IllegalTransition("leased", completion.state)
-        return done == 1
+        # 2: this lease was completed already. After a lost reply that was this very call, so
+        # the completion holds (the worker keeps its local rows); a second call is refused.
+        return done == 1 or (done == 2 and bool(retried))
 
     def _replicate(self, host_key: str, link_hosts: set[str]) -> None:
         """WAIT on the links' other shards; a shortfall is counted, never fatal (redis_wait)."""

@@ -255,7 +255,8 @@ def _urls(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
                 "etag": f.get("etag") or None,
                 "last_modified": f.get("lm") or None,
                 "updated_at": _float(f.get("at")),
-                "lease": f.get("lease") or None,
+                # A finished URL keeps "~" and the lease that ended it (lua/complete.lua).
+                "lease": f.get("lease") if f.get("state") == "leased" else None,
                 "epoch": _int(f.get("epoch")),
             }
 

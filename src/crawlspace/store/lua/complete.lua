@@ -4,19 +4,25 @@
 -- ARGV: prefix, id, lease id, version, epoch, state, reason, next_allowed_at ('' none), etag,
 -- last_modified, max_in_flight, fetched (0/1), stream maxlen, now, host backoff level and
 -- failure streak ('' for unchanged; frontier/backoff.py).
--- Returns {index update (_common.lua), status}: 1 done, 0 stale, -1 illegal transition
--- (nothing written).
+-- Returns {index update (_common.lua), status}: 1 done, 0 stale, 2 this very lease was
+-- completed already (the caller's retry after a lost reply tells it from a duplicate call),
+-- -1 illegal transition (nothing written).
 local id, lid, version, epoch, state = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local max_in_flight = tonumber(ARGV[11])
 local host = current_page(id, lid, version, epoch)
-if not host then return {{}, 0} end
+if not host then
+  if redis.call('HGET', ukey(id), 'lease') == '~' .. lid then return {{}, 2} end
+  return {{}, 0}
+end
 -- frontier/states.py TRANSITIONS['leased'], checked before any write.
 local allowed = {queued = true, fetched = true, redirected = true, excluded = true, failed = true,
   not_modified = true}
 if not allowed[state] then return {{}, -1} end
 local before = marks()
 local u = ukey(id)
-redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '', 'epoch', '', 'at', ARGV[14])
+-- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
+redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '',
+  'at', ARGV[14])
 if ARGV[9] ~= '' then redis.call('HSET', u, 'etag', ARGV[9]) end
 if ARGV[10] ~= '' then redis.call('HSET', u, 'lm', ARGV[10]) end
 end_lease(host, 'P|' .. id .. '|' .. lid)
