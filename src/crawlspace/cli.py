@@ -67,9 +67,9 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="crawl the URLs this sitemap (or sitemap index) lists (repeatable)",
     )
-    add("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on 127.0.0.1")
+    add("--metrics-port", type=_port, metavar="PORT", help="serve Prometheus metrics on 127.0.0.1")
     add("--dashboard", action="store_true", help="serve the live dashboard on 127.0.0.1")
-    add("--dashboard-port", type=int, default=8765, metavar="PORT", help="(default 8765)")
+    add("--dashboard-port", type=_port, default=8765, metavar="PORT", help="(default 8765)")
     add("-q", "--quiet", action="store_true", help="no progress line, warnings only")
     add("-v", "--verbose", action="store_true", help="debug logging")
     add("--log-json", action="store_true", help="structured JSON log lines on stderr")
@@ -288,6 +288,17 @@ def _durability_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _port(text: str) -> int:
+    """A TCP port for argparse (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535 (got {port})")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crawlspace", description="A polite, crash-safe crawler.")
     parser.add_argument("--version", action="version", version=f"crawlspace {__version__}")
@@ -329,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve a live dashboard of a crawl on 127.0.0.1")
     serve.add_argument("dir", type=Path)
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=_port, default=8765)
     serve.set_defaults(func=_cmd_serve, quiet=False, verbose=False)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a crawl")

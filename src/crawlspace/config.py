@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
+import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from crawlspace import __version__
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
+from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
 from crawlspace.frontier.budgets import compile_excludes
 from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
@@ -170,8 +173,16 @@ class CrawlConfig:
         return self.total_timeout + self.lease_grace
 
     def __post_init__(self) -> None:
+        _check_types(self)
         if self.scope not in get_args(Scope):
             raise ConfigError(f"scope must be one of host, domain, any (got {self.scope!r})")
+        for entry in self.allow_hosts:
+            try:
+                parse_allow_entry(entry)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"metrics_port must be 0-65535 (got {self.metrics_port})")
         for name in (
             "min_delay",
             "delay_factor",
@@ -247,6 +258,51 @@ class CrawlConfig:
         return dataclasses.replace(self, **changes)
 
 
+def _type_error(name: str, value: Any, expected: str) -> ConfigError:
+    return ConfigError(f"{name} must be {expected} (got {value!r})")
+
+
+def _check_value(name: str, value: Any, kind: Any) -> None:
+    """``value`` against one annotation: the simple types a TOML file or a flag can give."""
+    args = get_args(kind)
+    if type(None) in args:  # X | None
+        if value is None:
+            return
+        (kind,) = [a for a in args if a is not type(None)]
+        args = get_args(kind)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise _type_error(name, value, "true or false")
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _type_error(name, value, "a whole number")
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _type_error(name, value, "a number")
+        if not math.isfinite(value):
+            raise _type_error(name, value, "a finite number")
+    elif kind is str:
+        if not isinstance(value, str):
+            raise _type_error(name, value, "a string")
+    elif get_origin(kind) is tuple:
+        item = args[0]
+        if not isinstance(value, tuple) or not all(isinstance(v, item) for v in value):
+            raise _type_error(name, value, f"a list of {'strings' if item is str else item}")
+    elif get_origin(kind) is Literal and value not in args:
+        raise _type_error(name, value, "one of " + ", ".join(map(repr, args)))
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return get_type_hints(CrawlConfig)
+
+
+def _check_types(config: CrawlConfig) -> None:
+    hints = _hints()
+    for f in fields(config):
+        _check_value(f.name, getattr(config, f.name), hints[f.name])
+
+
 _FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
 _TUPLE_FIELDS = {
     "allow_hosts",
@@ -261,13 +317,20 @@ _TUPLE_FIELDS = {
 
 
 def _coerce(name: str, value: Any) -> Any:
-    if name == "resolve":
-        items = [value] if isinstance(value, str) else list(value)
-        return tuple(
-            v if isinstance(v, ResolveOverride) else ResolveOverride.parse(v) for v in items
-        )
     if name in _TUPLE_FIELDS:
-        return (value,) if isinstance(value, str) else tuple(value)
+        if isinstance(value, str | ResolveOverride):
+            value = (value,)
+        elif not isinstance(value, list | tuple):
+            raise _type_error(name, value, "a string or a list of strings")
+    if name == "resolve":
+        items = []
+        for v in value:
+            if not isinstance(v, str | ResolveOverride):
+                raise _type_error(name, v, "a HOST:PORT:ADDRESS string")
+            items.append(v if isinstance(v, ResolveOverride) else ResolveOverride.parse(v))
+        return tuple(items)
+    if name in _TUPLE_FIELDS:
+        return tuple(value)
     return value
 
 
@@ -279,9 +342,15 @@ def build_config(config_file: Path | None = None, **overrides: Any) -> CrawlConf
             data = tomllib.loads(config_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"config file {config_file} does not exist") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config file {config_file} is not UTF-8 text") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
         table = data.get("crawl", data)
+        if not isinstance(table, dict):
+            raise ConfigError(f"config file {config_file}: [crawl] must be a table")
         for key, value in table.items():
             name = key.replace("-", "_")
             if name not in _FIELD_NAMES:

@@ -11,6 +11,9 @@ import pytest
 
 from crawlspace.cli import build_parser, main
 
+# Should a bad input ever get through, the crawl must send nothing anywhere: a loopback URL the
+# address guard refuses (no --allow-net).
+SEED = "http://127.0.0.1:9/"
 COMMANDS = ["crawl", "demo", "stats", "export", "serve", "report", "seed", "worker"]
 
 
@@ -38,6 +41,17 @@ def test_bad_seed_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture
     [
         ("min_dealy = 3", "unknown setting 'min_dealy'"),
         ('event_loop = "trio"', "event_loop must be asyncio or uvloop"),
+        ("exclude = 5", "exclude must be a string or a list of strings (got 5)"),
+        ("resolve = 5", "resolve must be a string or a list of strings (got 5)"),
+        ("strip_params = [1, 2]", "strip_params must be a list of strings (got (1, 2))"),
+        ("priority_patterns = [5]", "priority_patterns must be a list of strings"),
+        ('max_pages = "10"', "max_pages must be a whole number (got '10')"),
+        ("min_delay = nan", "min_delay must be a finite number (got nan)"),
+        ("revisit_max_interval = inf", "revisit_max_interval must be a finite number (got inf)"),
+        ("fold_index_html = 1", "fold_index_html must be true or false (got 1)"),
+        ('allow_hosts = ["h:99999"]', "allow_hosts entry 'h:99999': port must be 1-65535"),
+        ('allow_hosts = [""]', "allow_hosts entry '': expected HOST or HOST:PORT"),
+        ("metrics_port = 99999", "metrics_port must be 0-65535 (got 99999)"),
     ],
 )
 def test_bad_config_is_a_clear_error(
@@ -46,10 +60,50 @@ def test_bad_config_is_a_clear_error(
     config = tmp_path / "c.toml"
     config.write_text(f"[crawl]\n{setting}\n")
     code = main(
-        ["crawl", "https://example.org/", "--out", str(tmp_path / "o"), "--config", str(config)]
+        ["crawl", SEED, "--out", str(tmp_path / "o"), "--config", str(config)]
     )
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_unreadable_config_files_are_clear_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes('[crawl]\nuser_agent = "caf\xe9"\n'.encode("latin-1"))
+    not_a_table = tmp_path / "scalar.toml"
+    not_a_table.write_text("crawl = 5\n")
+    for config, message in [
+        (latin1, "is not UTF-8 text"),
+        (not_a_table, "[crawl] must be a table"),
+        (tmp_path, "cannot read config file"),  # a directory
+    ]:
+        out = tmp_path / "o"
+        argv = ["crawl", SEED, "--out", str(out), "--config", str(config)]
+        assert main(argv) == 2
+        assert message in capsys.readouterr().err
+        assert not out.exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--allow-host", "h:99999"], "port must be 1-65535"),
+        (["--metrics-port", "99999"], "port must be 0-65535 (got 99999)"),
+        (["--dashboard", "--dashboard-port", "99999"], "port must be 0-65535 (got 99999)"),
+    ],
+)
+def test_bad_flags_are_clear_errors_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    out = tmp_path / "o"
+    try:
+        code = main(["crawl", SEED, "--out", str(out), "-q", *flags])
+    except SystemExit as exc:  # argparse refuses the value itself
+        code = int(exc.code or 0)
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_stats_of_a_missing_crawl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,7 +53,7 @@ def registrable_domain(host: str) -> str:
     return host if domain is None else domain
 
 
-def _parse_allow_entry(entry: str) -> tuple[str, int | None]:
+def parse_allow_entry(entry: str) -> tuple[str, int | None]:
     """Parse ``HOST``, ``HOST:PORT``, ``[V6]`` or ``[V6]:PORT`` into a canonical host and port."""
     text = entry.strip()
     port_text = ""
@@ -99,7 +99,7 @@ class Scope:
         for seed in seeds:
             self.add_seed(seed)
         for entry in allow_hosts:
-            host, port = _parse_allow_entry(entry)
+            host, port = parse_allow_entry(entry)
             if port is None:
                 self._allow_any_port.add(host)
             else:
