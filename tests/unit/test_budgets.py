@@ -30,6 +30,9 @@ RULES = TrapRules(max_path_repeats=2, max_query_params=3)
         ("https://s.test/2024/01/01/post", None),
         ("https://s.test/?a=1&b=2&c=3", None),
         ("https://s.test/?a=1&b=2&c=3&d=4", "query_params"),
+        ("https://s.test/?a=1&&&&&&&&&&&&&&", None),  # empty pairs are no parameters
+        ("https://s.test/?a=1;b=2;c=3;d=4", "query_params"),  # ";" separates too
+        ("https://s.test/?a=1;b=2&c=3", None),
     ],
 )
 def test_trap_reason(url: str, reason: str | None) -> None:

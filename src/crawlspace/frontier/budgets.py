@@ -91,7 +91,7 @@ def trap_reason(url: str, rules: TrapRules) -> str | None:
         hostname = parts.hostname or ""
         if any(rule.matches(hostname, path_qs) for rule in rules.exclude):
             return "excluded_pattern"
-    if rules.max_query_params and parts.query.count("&") + 1 > rules.max_query_params:
+    if rules.max_query_params and _query_params(parts.query) > rules.max_query_params:
         return "query_params"
     if rules.max_path_repeats:
         segments = [s for s in parts.path.split("/") if s]
@@ -100,6 +100,17 @@ def trap_reason(url: str, rules: TrapRules) -> str | None:
         ):
             return "path_repeat"
     return None
+
+
+_PARAM_SEPARATORS = re.compile(r"[&;]")
+
+
+def _query_params(query: str) -> int:
+    """Parameters in a query: pairs split on "&" or ";" (HTML 4's alternative separator, which
+    would otherwise hide an explosion), empty pairs ("a=1&&&") not counted."""
+    if not query:
+        return 0
+    return sum(1 for pair in _PARAM_SEPARATORS.split(query) if pair)
 
 
 _DIGITS = re.compile(r"\d+")
