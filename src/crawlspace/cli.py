@@ -126,10 +126,13 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
 
     seeds = list(args.seeds)
     if args.seeds_file:
+        try:
+            text = args.seeds_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise ConfigError(f"cannot read the seeds file {args.seeds_file}: {reason}") from None
         seeds += [
-            line.strip()
-            for line in args.seeds_file.read_text().splitlines()
-            if line.strip() and not line.startswith("#")
+            line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
         ]
     config = _config_from(args, progress=not args.quiet)
     if args.dashboard:

@@ -59,9 +59,7 @@ def test_bad_config_is_a_clear_error(
 ) -> None:
     config = tmp_path / "c.toml"
     config.write_text(f"[crawl]\n{setting}\n")
-    code = main(
-        ["crawl", SEED, "--out", str(tmp_path / "o"), "--config", str(config)]
-    )
+    code = main(["crawl", SEED, "--out", str(tmp_path / "o"), "--config", str(config)])
     assert code == 2
     assert message in capsys.readouterr().err
 
@@ -103,6 +101,18 @@ def test_bad_flags_are_clear_errors_and_write_nothing(
         code = int(exc.code or 0)
     assert code == 2
     assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_missing_seeds_file_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    missing = tmp_path / "seeds.txt"
+    assert main(["crawl", "--seeds", str(missing), "--out", str(out), "-q"]) == 2
+    assert f"cannot read the seeds file {missing}: No such file or directory" in (
+        capsys.readouterr().err
+    )
     assert not out.exists()
 
 
