@@ -336,3 +336,29 @@ def test_recover_deletes_a_warcinfo_only_file(tmp_path: Path) -> None:
     assert result.deleted
     assert result.records == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_header_bytes_that_are_not_utf8_are_written_not_refused(tmp_path: Path) -> None:
+    # aiohttp hands over such bytes as surrogate escapes ("\udce9" for 0xE9); warcio could not
+    # encode them, so the whole record (the page, or a host's robots.txt) used to fail.
+    with _writer(tmp_path) as writer:
+        location = _exchange(
+            writer,
+            0,
+            reason="D\udce9j\udce0 vu",  # latin-1 bytes in the reason phrase
+            response_headers=[
+                ("Content-Type", "text/html"),
+                ("X-Latin1", "caf\udce9"),  # latin-1 bytes
+                ("X-Utf8", "café"),  # valid UTF-8
+            ],
+        )
+    record, payload = _record_at(tmp_path, location)
+    assert payload == HTML + b"0"
+    headers = record.http_headers
+    assert headers.get_statuscode() == "200"
+    assert headers.statusline == "200 D%E9j%E0 vu"
+    # Non-ASCII values are percent-encoded as UTF-8 (RFC 8187), the latin-1 bytes read as such.
+    assert headers.get_header("X-Latin1") == "caf%C3%A9"
+    assert headers.get_header("X-Utf8") == "caf%C3%A9"
+    (checked,) = _final_files(tmp_path)
+    assert _warcio("check", str(checked)).returncode == 0

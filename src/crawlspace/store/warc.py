@@ -152,7 +152,9 @@ class WarcWriter:
             length=len(payload),
             warc_headers_dict=self._capture_headers("response", fetched_at, ip_address, truncated),
             http_headers=StatusAndHeaders(
-                f"{status} {reason}", _visible(response_headers), protocol=f"HTTP/{http_version}"
+                _status_line(status, reason),
+                _visible(response_headers),
+                protocol=f"HTTP/{http_version}",
             ),
         )
         request = _request_head(method, url, http_version, request_headers)
@@ -185,7 +187,9 @@ class WarcWriter:
             refers_to_url,
             _warc_date(refers_to_date),
             http_headers=StatusAndHeaders(
-                f"{status} {reason}", _visible(response_headers), protocol=f"HTTP/{http_version}"
+                _status_line(status, reason),
+                _visible(response_headers),
+                protocol=f"HTTP/{http_version}",
             ),
             warc_headers_dict=self._capture_headers("revisit", fetched_at, ip_address, None),
         )
@@ -357,7 +361,32 @@ def _request_head(
 
 
 def _visible(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [(_HIDDEN_HEADERS.get(name.lower(), name), value) for name, value in headers]
+    return [
+        (_header_text(_HIDDEN_HEADERS.get(name.lower(), name)), _header_text(value))
+        for name, value in headers
+    ]
+
+
+def _header_text(text: str) -> str:
+    """A header as warcio can write it. Bytes that were not UTF-8 reach us as surrogate
+    escapes (aiohttp), which warcio cannot encode: the record, and with it the page (or the
+    host's robots.txt), failed. Such a value is read as ISO-8859-1, HTTP's historical charset,
+    a lossless mapping of its bytes; warcio then percent-encodes non-ASCII (RFC 8187)."""
+    if text.isascii():
+        return text
+    raw = text.encode("utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _status_line(status: int, reason: str) -> str:
+    """warcio writes the status line as ASCII as given: non-ASCII reason bytes are %-encoded."""
+    if not reason.isascii():
+        raw = reason.encode("utf-8", "surrogateescape")
+        reason = "".join(chr(b) if b < 0x80 else f"%{b:02X}" for b in raw)
+    return f"{status} {reason}"
 
 
 def _name_pattern(prefix: str) -> re.Pattern[str]:
