@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,20 +72,42 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
         db.close()
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# C0 and C1 controls: escape sequences a terminal would act on (titles, screen clears).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _csv_cell(value: Any, *, terminal: bool) -> Any:
+    """Crawled values (a canonical href, an ETag, a Content-Type) are the sites' own text."""
+    if not isinstance(value, str):
+        return value
+    if terminal:
+        value = _CONTROLS.sub(lambda m: f"\\x{ord(m.group(0)):02x}", value)
+    if value.startswith(_FORMULA_START):
+        value = "'" + value  # shown as text; the leading quote is the usual, visible marker
+    return value
+
+
 def write_records(records: Iterable[dict[str, Any]], fmt: str, stream: TextIO) -> int:
-    """Write ``records`` (all with the same keys) as JSON Lines or CSV; returns how many."""
+    """Write ``records`` (all with the same keys) as JSON Lines or CSV; returns how many.
+
+    CSV cells that a spreadsheet would run as formulas get a leading ``'``. On a terminal,
+    control characters are escaped (JSON Lines: everything outside ASCII), so a crawled value
+    cannot drive the terminal."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    terminal = stream.isatty()
     count = 0
     writer: csv.DictWriter[str] | None = None
     for record in records:
         if fmt == "jsonl":
-            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            stream.write(json.dumps(record, ensure_ascii=terminal) + "\n")
         else:
             if writer is None:
                 writer = csv.DictWriter(stream, fieldnames=list(record))
                 writer.writeheader()
-            writer.writerow(record)
+            writer.writerow({k: _csv_cell(v, terminal=terminal) for k, v in record.items()})
         count += 1
     return count
 
