@@ -8,6 +8,7 @@ from typing import Any
 
 from crawlspace.errors import OutputDirError
 from crawlspace.store.sqlite_dedup import dedup_stats
+from crawlspace.store.sqlite_readonly import connect_read_only
 from crawlspace.store.sqlite_revisit import freshness_stats
 from crawlspace.store.sqlite_traps import trap_stats
 
@@ -17,7 +18,10 @@ def open_crawl_db(out_dir: Path | str) -> sqlite3.Connection:
     path = Path(out_dir) / "crawl.db"
     if not path.is_file():
         raise OutputDirError(f"{out_dir} holds no crawl (no {path}); run `crawlspace crawl` first")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        db = connect_read_only(path)
+    except sqlite3.OperationalError as exc:
+        raise OutputDirError(f"cannot open {path} for reading: {exc}") from None
     db.row_factory = sqlite3.Row
     return db
 

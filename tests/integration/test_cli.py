@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.cli import build_parser, main
+from crawlspace.store.sqlite import SqliteStore
 
 # Should a bad input ever get through, the crawl must send nothing anywhere: a loopback URL the
 # address guard refuses (no --allow-net).
@@ -198,3 +199,17 @@ def test_shared_frontier_options_are_documented(
 def test_stats_needs_a_directory_or_a_frontier(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stats"]) == 2
     assert "give either a crawl directory or --frontier URL" in capsys.readouterr().err
+
+
+def test_stats_of_a_crawl_in_a_directory_named_with_uri_characters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The read-only opener builds an SQLite URI: a "?" or "#" in the path used to end the file
+    # name there, and SQLite opened (and created) a file named after the rest of the path.
+    monkeypatch.chdir(tmp_path)
+    for name in ("run?1", "run#2", "a%20b"):
+        out = tmp_path / name
+        out.mkdir()
+        SqliteStore(out / "crawl.db").close()
+        assert main(["stats", str(out), "--json"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a%20b", "run#2", "run?1"]

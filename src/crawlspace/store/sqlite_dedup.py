@@ -20,6 +20,7 @@ from crawlspace.dedup.seen import SeenFilter
 from crawlspace.dedup.simhash import SCHEME as SIMHASH_SCHEME
 from crawlspace.dedup.simhash import to_signed, to_unsigned
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
+from crawlspace.store.sqlite_readonly import read_only_uri
 
 __all__ = [
     "DUP_PRIORITY_SCALE",
@@ -87,7 +88,7 @@ def rebuild_seen(db: sqlite3.Connection, seen: SeenFilter, path: str | None = No
 
 
 def _rebuild_from_file(path: str, seen: SeenFilter, top: int) -> None:
-    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    reader = sqlite3.connect(read_only_uri(path), uri=True, check_same_thread=False)
     try:
         for low in range(0, top + 1, _REBUILD_CHUNK):
             rows = reader.execute(

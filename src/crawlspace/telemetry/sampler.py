@@ -16,6 +16,7 @@ from rbloom import Bloom
 
 from crawlspace.errors import ConfigError
 from crawlspace.records import Completion
+from crawlspace.store.sqlite_readonly import read_only_uri
 
 if TYPE_CHECKING:
     from crawlspace.config import CrawlConfig
@@ -125,7 +126,7 @@ class Telemetry:
             log.info("Prometheus metrics at %s", self.metrics_url)
 
     def _read(self) -> sqlite3.Connection:
-        return sqlite3.connect(f"file:{self.store.path}?mode=ro", uri=True)
+        return sqlite3.connect(read_only_uri(self.store.path), uri=True)
 
     def _load_totals(self) -> None:
         db = self._read()
