@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -457,3 +458,26 @@ def test_pywb_indexer_accepts_the_warc_files_and_finds_every_url(finished: Path)
         entry = index[(fetch["warc_file"], str(fetch["warc_offset"]))]
         assert entry["url"] == fetch["url"]
         assert entry["status"] == str(fetch["status"])
+
+
+def test_dashboard_answers_only_to_loopback_names(finished: Path) -> None:
+    # DNS rebinding: a site the operator visits could point its name at 127.0.0.1.
+    with DashboardServer(finished) as server:
+        api = f"{server.url}api/snapshot"
+        for host, expected in [
+            (None, 200),
+            (f"localhost:{server.port}", 200),
+            (f"attacker.example:{server.port}", 403),
+            ("attacker.example", 403),
+        ]:
+            request = urllib.request.Request(api)
+            if host is not None:
+                request.add_header("Host", host)
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    status, frame = response.status, response.headers["X-Frame-Options"]
+            except urllib.error.HTTPError as exc:
+                status, frame = exc.code, exc.headers["X-Frame-Options"]
+            assert status == expected, host
+            if status == 200:
+                assert frame == "DENY"

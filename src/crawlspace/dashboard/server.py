@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -16,7 +17,15 @@ from crawlspace.dashboard.data import snapshot
 from crawlspace.dashboard.page import ASSETS, asset, served_page
 
 LOOPBACK = "127.0.0.1"
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 _CONTENT_TYPES = {".js": "text/javascript", ".css": "text/css"}
+
+
+def _hostname(host: str) -> str:
+    """The name in a Host header, without its port ("[::1]:80" -> "[::1]")."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.split(":", 1)[0].lower()
 
 
 def make_app(out_dir: Path | str) -> web.Application:
@@ -41,7 +50,19 @@ def make_app(out_dir: Path | str) -> web.Application:
         data = await asyncio.to_thread(snapshot, out_dir)
         return web.json_response(data, headers={"Cache-Control": "no-store"})
 
-    app = web.Application()
+    @web.middleware
+    async def loopback_names_only(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        # DNS rebinding: a page the operator visits could point its own name at 127.0.0.1 and
+        # read the crawl through the browser. Only loopback names reach the dashboard.
+        if _hostname(request.host) not in _LOOPBACK_NAMES:
+            raise web.HTTPForbidden(text="the dashboard answers only on a loopback address\n")
+        response = await handler(request)
+        response.headers["X-Frame-Options"] = "DENY"  # no framing by other sites either
+        return response
+
+    app = web.Application(middlewares=[loopback_names_only])
     app.add_routes(
         [
             web.get("/", index),

@@ -4,7 +4,9 @@
   "use strict";
   var embedded = window.CRAWLSPACE_SNAPSHOT || null;
   var params = new URLSearchParams(window.location.search);
-  var refreshMs = Math.max(200, Number(params.get("refresh") || 1000));
+  // NaN (?refresh=x) would make setTimeout fire at once: a request loop against crawl.db.
+  var asked = Number(params.get("refresh") || 1000);
+  var refreshMs = isFinite(asked) ? Math.max(200, asked) : 1000;
   var plots = {};
   var hostSort = { key: "fetched", dir: -1 };
   var lastHosts = [];
