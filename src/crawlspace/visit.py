@@ -136,6 +136,7 @@ class Visitor:
         status: int | None = None
         body = b""
         error: str | None = None
+        retry_after: float | None = None
         hops = 0
         while True:
             self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
@@ -168,6 +169,8 @@ class Visitor:
                 break
             await self._archive(response)
             status, body = response.status, response.body
+            if status in RETRY_STATUSES:
+                retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
             if classify_status(status) != REDIRECT:
                 break
             hops += 1
@@ -185,6 +188,9 @@ class Visitor:
         if record.outcome == "rules":
             crawl_delay = RobotsTxt.parse(record.body).crawl_delay(self.config.user_agent)
         next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
+        if retry_after is not None:
+            # A 429 or 503 on robots.txt asks the whole host to wait, pages included.
+            next_allowed = max(next_allowed, ended + min(retry_after, self.config.max_backoff))
         if robots_retrying(record):
             # Unreachable robots.txt: nothing may be fetched until the retry, so wait for it.
             next_allowed = max(next_allowed, record.expires_at)

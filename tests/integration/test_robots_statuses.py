@@ -22,6 +22,7 @@ ROBOTS_ATTEMPTS = 2
 RULES = "User-agent: *\nDisallow: /private/\n"
 PAGES = ("/", "/a.html", "/b.html", "/private/secret.html")
 KIB = 1024
+RETRY_AFTER = 2
 
 
 def pages(extra_links: tuple[str, ...] = ()) -> dict[str, Response]:
@@ -104,6 +105,14 @@ def build_sites() -> dict[str, Site]:
         "timeout": Site("timeout", status(200, delay=TOTAL_TIMEOUT + 1.0)),
         "big": Site("big", big),
         "bigzip": Site("bigzip", bigzip),
+        # 429 means allow all (a 4xx), but its Retry-After holds the whole host.
+        "slow429": Site(
+            "slow429",
+            {
+                **pages(),
+                "/robots.txt": Response(429, {"Retry-After": str(RETRY_AFTER)}, b""),
+            },
+        ),
     }
 
 
@@ -231,8 +240,8 @@ def test_600_kib_robots_is_read_up_to_512_kib(
 def test_robots_state_in_stats_and_hosts_export(crawled: tuple[WebFarm, Path, str]) -> None:
     farm, out, _ = crawled
     stats = crawl_stats(out)
-    # rules: ok200, chain3, big, bigzip
-    assert stats["robots"] == {"rules": 4, "allow_all": 3, "disallow_all": 4}
+    # rules: ok200, chain3, big, bigzip; allow_all: chain6, nf404, forb403, slow429
+    assert stats["robots"] == {"rules": 4, "allow_all": 4, "disallow_all": 4}
     assert stats["robots_statuses"]["none"] == 2  # timeout and connection refused
     assert stats["robots_errors"] == {"robots_unavailable": 4}
     row = hosts(out)[farm.host_key("ok200")]
@@ -280,3 +289,13 @@ def test_robots_rules_hold_when_the_parsed_cache_keeps_one_host(
             assert "/private/secret.html" not in paths
             assert {"/", "/a.html", "/b.html"} <= set(paths)
     assert cached == 1
+
+
+def test_retry_after_on_robots_txt_holds_the_host(crawled: tuple[WebFarm, Path, str]) -> None:
+    farm, _, _ = crawled
+    requests = farm.requests_for("slow429")
+    robots = [r for r in requests if r.path_qs == "/robots.txt"]
+    pages_after = [r for r in requests if r.path_qs != "/robots.txt"]
+    assert len(robots) == 1
+    assert pages_after  # allowed (a 4xx), just later
+    assert min(r.started_at for r in pages_after) >= robots[0].ended_at + RETRY_AFTER - 0.05
