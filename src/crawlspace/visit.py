@@ -405,7 +405,11 @@ class Visitor:
             warc_offset=offset,
             warc_length=length,
             text_sha256=_text_sha256(content),
-            noindex=content.noindex if content is not None else False,
+            # X-Robots-Tag applies to any response, PDFs and plain text above all, parsed or not.
+            noindex=(content is not None and content.noindex)
+            or parse_x_robots_tag(
+                response.header_values("x-robots-tag"), self.config.product_token
+            ).noindex,
             redirect_to=redirect_target(response),
             canonical=content.canonical if content is not None else None,
             simhash=_simhash(content),

@@ -1,0 +1,48 @@
+"""X-Robots-Tag on responses that are not HTML (visit.py): the header is what such files have,
+so noindex must be recorded whether or not a processor parsed the body."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl import Crawler
+from crawlspace.demo.webfarm import Response, Site, WebFarm, html
+
+
+def test_x_robots_tag_noindex_is_recorded_for_any_content_type(tmp_path: Path) -> None:
+    links = "".join(f'<a href="{p}">{p}</a>' for p in ("/doc.pdf", "/notes.txt", "/plain.txt"))
+    site = Site(
+        "files",
+        {
+            "/": html(f"<html><body>{links}</body></html>"),
+            "/doc.pdf": Response(
+                200, {"Content-Type": "application/pdf", "X-Robots-Tag": "noindex"}, b"%PDF-1.4"
+            ),
+            "/notes.txt": Response(
+                200, {"Content-Type": "text/plain", "X-Robots-Tag": "none"}, b"notes"
+            ),
+            "/plain.txt": Response(200, {"Content-Type": "text/plain"}, b"plain"),
+        },
+    )
+    config = CrawlConfig(allow_nets=("127.0.0.0/8",), min_delay=0.0, progress=False)
+    with WebFarm({"files": site}) as farm:
+        crawler = Crawler(config, tmp_path / "out")
+        try:
+            crawler.add_seeds([farm.url("files", "/")])
+            assert crawler.run().stop_reason == "done"
+        finally:
+            crawler.close()
+        url = {path: farm.url("files", path) for path in ("/", "/doc.pdf", "/notes.txt", "/plain.txt")}
+    db = sqlite3.connect(tmp_path / "out" / "crawl.db")
+    try:
+        noindex = dict(db.execute("SELECT url, noindex FROM fetches"))
+    finally:
+        db.close()
+    assert noindex == {
+        url["/"]: 0,
+        url["/doc.pdf"]: 1,
+        url["/notes.txt"]: 1,
+        url["/plain.txt"]: 0,
+    }
