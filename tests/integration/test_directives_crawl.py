@@ -34,7 +34,8 @@ def test_x_robots_tag_noindex_is_recorded_for_any_content_type(tmp_path: Path) -
             assert crawler.run().stop_reason == "done"
         finally:
             crawler.close()
-        url = {path: farm.url("files", path) for path in ("/", "/doc.pdf", "/notes.txt", "/plain.txt")}
+        paths = ("/", "/doc.pdf", "/notes.txt", "/plain.txt")
+        url = {path: farm.url("files", path) for path in paths}
     db = sqlite3.connect(tmp_path / "out" / "crawl.db")
     try:
         noindex = dict(db.execute("SELECT url, noindex FROM fetches"))
