@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from crawlspace.crawl import Crawler, CrawlSummary
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
 
 
@@ -53,10 +54,20 @@ __all__ = [
     "WebFarm",
     "crawl_command",
     "linked_pages",
+    "run_and_close",
     "site_with_robots",
     "slow_site",
     "status_site",
 ]
+
+
+def run_and_close(crawler: Crawler, seeds: Iterable[str]) -> CrawlSummary:
+    """Seed an in-process crawl, run it to its end, close its store whatever happens."""
+    try:
+        crawler.add_seeds(seeds)
+        return crawler.run()
+    finally:
+        crawler.close()
 
 
 def crawl_command(out: Path, config_toml: str, seeds: Iterable[str]) -> list[str]:

@@ -455,19 +455,17 @@ class Crawler:
         until the record expires (RFC 9309 §2.3.1.4), the same as a server that never answers."""
         now = self.clock.now()
         try:
-            record = visitor.robots_policy.record_for(
-                lease.host_key,
+            visit = visitor.robots_outcome(
+                lease,
                 None,
                 b"",
-                now,
                 previous=self.store.robots(lease.host_key),
                 error="internal_error",
+                started=now,
+                ended=now,
             )
-            next_allowed = now + self.config.min_delay
-            if robots_retrying(record):
-                next_allowed = max(next_allowed, record.expires_at)
-            if self.store.complete_robots(lease, record, next_allowed):
-                self._cache_robots(lease.host_key, (record, rules_for(record)))
+            if self.store.complete_robots(lease, visit.record, visit.next_allowed_at):
+                self._cache_robots(lease.host_key, (visit.record, rules_for(visit.record)))
         except Exception:  # the store itself failed: the lease expires and is returned
             log.exception("could not record the failed robots.txt visit of %s", lease.url)
 

@@ -24,6 +24,7 @@ from crawlspace.discovery.sitemaps import (
     admit_parsed_sitemap,
     admit_sitemap_doc,
     is_sitemap_response,
+    read_sitemap,
 )
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.faults import crash_point
@@ -31,7 +32,7 @@ from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy, HostWait
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.directives import parse_x_robots_tag
-from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES, Sitemap, SitemapError, parse_sitemap
+from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
 from crawlspace.processors import ProcessedContent, ProcessorRegistry, admit_links
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -179,7 +180,31 @@ class Visitor:
             if target is None or after_redirects(hops, self.config.max_redirects) is not None:
                 break
             url = target
-        ended = time.time()
+        return self.robots_outcome(
+            lease,
+            status,
+            body,
+            previous=previous,
+            error=error,
+            started=started,
+            ended=time.time(),
+            retry_after=retry_after,
+        )
+
+    def robots_outcome(
+        self,
+        lease: Lease,
+        status: int | None,
+        body: bytes,
+        *,
+        previous: RobotsRecord | None,
+        error: str | None,
+        started: float,
+        ended: float,
+        retry_after: float | None = None,
+    ) -> RobotsVisit:
+        """The record and the host's next start after a robots.txt visit (``status`` None: no
+        answer, with ``error`` saying why); also how the crawl records a visit that raised."""
         # The body may be cut at robots_max_bytes; RFC 9309 §2.5 lets us parse what we have.
         record = self.robots_policy.record_for(
             lease.host_key, status, body, ended, previous=previous, error=error
@@ -294,15 +319,9 @@ class Visitor:
             return completion, None
         if is_sitemap_response(lease.source, response.header("content-type")):
             # Its URLs enter like links, through the same admission (discovery/sitemaps.py).
-            try:
-                parsed: Sitemap | SitemapError = await self.pools.in_thread(
-                    parse_sitemap, response.body
-                )
-            except SitemapError as exc:
-                parsed = exc
             admission, completion.reason = admit_parsed_sitemap(
                 self.discovery,
-                parsed,
+                await self.pools.in_thread(read_sitemap, response.body),  # off the event loop
                 url=lease.url,
                 depth=lease.depth,
                 max_sitemap_depth=self.config.max_sitemap_depth,
@@ -405,9 +424,11 @@ class Visitor:
             warc_offset=offset,
             warc_length=length,
             text_sha256=_text_sha256(content),
-            # X-Robots-Tag applies to any response, PDFs and plain text above all, parsed or not.
-            noindex=(content is not None and content.noindex)
-            or parse_x_robots_tag(
+            # A parsed page's noindex already has the header's; X-Robots-Tag is also what PDFs
+            # and plain text have, which no processor parsed.
+            noindex=content.noindex
+            if content is not None
+            else parse_x_robots_tag(
                 response.header_values("x-robots-tag"), self.config.product_token
             ).noindex,
             redirect_to=redirect_target(response),

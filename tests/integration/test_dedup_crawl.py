@@ -13,6 +13,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.report import crawl_stats
+from tests.webs import run_and_close
 
 VARIANTS = 12
 NEAR = 4
@@ -118,12 +119,8 @@ def test_a_full_near_duplicate_index_stops_storing_and_says_so(tmp_path: Path) -
             near_duplicate_max_pages=0,  # memory bound reached at once
             progress=False,
         )
-        crawler = Crawler(config, out)
-        try:
-            crawler.add_seeds([farm.url("dups", "/")])
-            assert crawler.run().stop_reason == "done"
-        finally:
-            crawler.close()
+        summary = run_and_close(Crawler(config, out), [farm.url("dups", "/")])
+        assert summary.stop_reason == "done"
     dedup = crawl_stats(out)["dedup"]
     assert dedup["exact_duplicates"] == VARIANTS  # exact matching is in the store, unbounded
     assert dedup["near_duplicates"] == 0

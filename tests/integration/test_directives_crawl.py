@@ -9,6 +9,7 @@ from pathlib import Path
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
+from tests.webs import run_and_close
 
 
 def test_x_robots_tag_noindex_is_recorded_for_any_content_type(tmp_path: Path) -> None:
@@ -28,12 +29,8 @@ def test_x_robots_tag_noindex_is_recorded_for_any_content_type(tmp_path: Path) -
     )
     config = CrawlConfig(allow_nets=("127.0.0.0/8",), min_delay=0.0, progress=False)
     with WebFarm({"files": site}) as farm:
-        crawler = Crawler(config, tmp_path / "out")
-        try:
-            crawler.add_seeds([farm.url("files", "/")])
-            assert crawler.run().stop_reason == "done"
-        finally:
-            crawler.close()
+        summary = run_and_close(Crawler(config, tmp_path / "out"), [farm.url("files", "/")])
+        assert summary.stop_reason == "done"
         paths = ("/", "/doc.pdf", "/notes.txt", "/plain.txt")
         url = {path: farm.url("files", path) for path in paths}
     db = sqlite3.connect(tmp_path / "out" / "crawl.db")

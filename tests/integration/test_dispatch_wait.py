@@ -8,16 +8,13 @@ from pathlib import Path
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler
-from crawlspace.demo.webfarm import Site, WebFarm, html
+from crawlspace.demo.webfarm import WebFarm
+from tests.webs import slow_site
 
 DELAY = 0.4  # each page answers this late: the single slot stays taken
 
 
 def test_full_slots_do_not_poll_the_store(tmp_path: Path) -> None:
-    def slow_site(name: str) -> Site:
-        body = '<html><body><a href="/a.html">a</a></body></html>'
-        return Site(name, {"/": html(body, delay=DELAY), "/a.html": html("<p>a</p>", delay=DELAY)})
-
     config = CrawlConfig(
         allow_nets=("127.0.0.0/8",),
         scope="any",
@@ -26,7 +23,8 @@ def test_full_slots_do_not_poll_the_store(tmp_path: Path) -> None:
         concurrency=1,
         progress=False,
     )
-    with WebFarm({"s1": slow_site("s1"), "s2": slow_site("s2")}) as farm:
+    # Two slow pages each ("/" and /p0.html), behind a slow robots.txt.
+    with WebFarm({"s1": slow_site("s1", 1, DELAY), "s2": slow_site("s2", 1, DELAY)}) as farm:
         crawler = Crawler(config, tmp_path / "out")
         polls = 0
         next_ready_at = crawler.store.next_ready_at
@@ -45,6 +43,6 @@ def test_full_slots_do_not_poll_the_store(tmp_path: Path) -> None:
         assert farm.wait_idle(timeout=5.0)
     assert summary.stop_reason == "done"
     assert summary.pages == 4
-    # Four slow pages (~1.6 s with the other host ready all along): a handful of wake-ups per
+    # Four slow pages (~2.4 s with the other host ready all along): a handful of wake-ups per
     # request, not one per millisecond.
     assert polls < 60, polls

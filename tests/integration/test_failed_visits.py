@@ -19,7 +19,7 @@ from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.fetch.aiohttp_transport import AiohttpTransport
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.processors import process_html
-from tests.webs import linked_pages
+from tests.webs import linked_pages, run_and_close
 
 MIN_DELAY = 0.2
 MAX_ATTEMPTS = 3
@@ -45,12 +45,8 @@ def test_a_visit_that_keeps_raising_is_retried_politely_then_failed(tmp_path: Pa
     pages = linked_pages(6)
     with WebFarm({"s": html_site("s", pages)}) as farm:
         crawler = Crawler(config, tmp_path / "out")
-        try:
-            crawler.register_processor("text/html", broken_on_one_page)
-            crawler.add_seeds([farm.url("s", "/")])
-            summary = crawler.run()
-        finally:
-            crawler.close()
+        crawler.register_processor("text/html", broken_on_one_page)
+        summary = run_and_close(crawler, [farm.url("s", "/")])
         assert farm.wait_idle(timeout=5.0)
         requests = farm.requests_for("s")
     assert summary.stop_reason == "done"
@@ -112,11 +108,7 @@ def test_a_robots_visit_that_keeps_raising_is_retried_then_disallows_the_host(
                 return transport  # as the crawl's own transport, closed by the crawl
 
         crawler = FaultCrawler(config, tmp_path / "out")
-        try:
-            crawler.add_seeds([farm.url("ok", "/"), farm.url("bad", "/")])
-            summary = crawler.run()
-        finally:
-            crawler.close()
+        summary = run_and_close(crawler, [farm.url("ok", "/"), farm.url("bad", "/")])
         assert farm.wait_idle(timeout=5.0)
         bad_paths = farm.paths_for("bad")
     assert summary.stop_reason == "done"

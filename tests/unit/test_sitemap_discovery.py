@@ -8,8 +8,9 @@ from crawlspace.discovery.links import Discovery, EntryRules
 from crawlspace.discovery.scope import Scope
 from crawlspace.discovery.sitemaps import (
     admit_declared_sitemaps,
-    admit_sitemap_body,
+    admit_parsed_sitemap,
     is_sitemap_response,
+    read_sitemap,
 )
 from crawlspace.frontier.priority import url_priority
 
@@ -48,9 +49,9 @@ def test_urlset_entries_carry_metadata_and_priority() -> None:
         b"<url><loc>https://elsewhere.test/x</loc></url>"
         b"</urlset>"
     )
-    out, reason = admit_sitemap_body(
+    out, reason = admit_parsed_sitemap(
         discovery(),
-        gzip.compress(body),
+        read_sitemap(gzip.compress(body)),
         url="https://site.test/s.xml",
         depth=0,
         max_sitemap_depth=2,
@@ -71,13 +72,13 @@ def test_urlset_entries_carry_metadata_and_priority() -> None:
 
 def test_index_children_are_sitemaps_one_level_deeper_up_to_the_limit() -> None:
     body = b"<sitemapindex><sitemap><loc>https://site.test/s1.xml</loc></sitemap></sitemapindex>"
-    out, _ = admit_sitemap_body(
-        discovery(), body, url="https://site.test/i.xml", depth=0, max_sitemap_depth=1
+    out, _ = admit_parsed_sitemap(
+        discovery(), read_sitemap(body), url="https://site.test/i.xml", depth=0, max_sitemap_depth=1
     )
     (child,) = out.candidates
     assert (child.source, child.depth, child.lastmod) == ("sitemap", 1, None)
-    too_deep, _ = admit_sitemap_body(
-        discovery(), body, url="https://site.test/i.xml", depth=1, max_sitemap_depth=1
+    too_deep, _ = admit_parsed_sitemap(
+        discovery(), read_sitemap(body), url="https://site.test/i.xml", depth=1, max_sitemap_depth=1
     )
     assert too_deep.candidates == []
     assert too_deep.excluded == [("https://site.test/s1.xml", "sitemap_depth")]
@@ -85,15 +86,15 @@ def test_index_children_are_sitemaps_one_level_deeper_up_to_the_limit() -> None:
 
 def test_refused_and_cut_sitemaps_are_counted() -> None:
     bomb = b'<!DOCTYPE x [<!ENTITY a "aaaa">]><urlset><url><loc>&a;</loc></url></urlset>'
-    out, reason = admit_sitemap_body(
-        discovery(), bomb, url="https://site.test/s.xml", depth=0, max_sitemap_depth=2
+    out, reason = admit_parsed_sitemap(
+        discovery(), read_sitemap(bomb), url="https://site.test/s.xml", depth=0, max_sitemap_depth=2
     )
     assert reason == "sitemap_invalid"
     assert out.candidates == []
     assert out.rejections == {"sitemap_invalid": 1}
-    cut, reason = admit_sitemap_body(
+    cut, reason = admit_parsed_sitemap(
         discovery(),
-        b"<urlset><url><loc>https://site.test/1</loc></url><url><loc>https://si",
+        read_sitemap(b"<urlset><url><loc>https://site.test/1</loc></url><url><loc>https://si"),
         url="https://site.test/s.xml",
         depth=0,
         max_sitemap_depth=2,

@@ -34,9 +34,9 @@ __all__ = [
     "SITEMAP_SOURCE",
     "admit_declared_sitemaps",
     "admit_parsed_sitemap",
-    "admit_sitemap_body",
     "admit_sitemap_doc",
     "is_sitemap_response",
+    "read_sitemap",
 ]
 
 log = logging.getLogger("crawlspace.sitemaps")
@@ -74,35 +74,13 @@ def admit_declared_sitemaps(discovery: Discovery, urls: Iterable[str]) -> Admiss
     return out
 
 
-def admit_sitemap_body(
-    discovery: Discovery,
-    body: bytes,
-    *,
-    url: str,
-    depth: int,
-    max_sitemap_depth: int,
-    cut_in_transfer: bool = False,
-    now: float | None = None,
-) -> tuple[Admission, str | None]:
-    """Parse a fetched sitemap and admit what it lists; returns (admission, reason or None).
-
-    The reason is ``"sitemap_invalid"`` when the body was refused (the admission is empty then).
-    ``cut_in_transfer``: the fetch stopped at its byte limit (MAX_SITEMAP_BYTES on the wire).
-    ``now`` dates ``<lastmod>`` for the priority's freshness points (None: no such points).
-    """
+def read_sitemap(body: bytes) -> Sitemap | SitemapError:
+    """``parse_sitemap``, with a refusal as a value: what ``admit_parsed_sitemap`` takes (the
+    crawl reads a sitemap on a parse thread, a 50 MiB one takes a while)."""
     try:
-        parsed: Sitemap | SitemapError = parse_sitemap(body)
+        return parse_sitemap(body)
     except SitemapError as exc:
-        parsed = exc
-    return admit_parsed_sitemap(
-        discovery,
-        parsed,
-        url=url,
-        depth=depth,
-        max_sitemap_depth=max_sitemap_depth,
-        cut_in_transfer=cut_in_transfer,
-        now=now,
-    )
+        return exc
 
 
 def admit_parsed_sitemap(
@@ -115,8 +93,13 @@ def admit_parsed_sitemap(
     cut_in_transfer: bool = False,
     now: float | None = None,
 ) -> tuple[Admission, str | None]:
-    """``admit_sitemap_body`` for a body already parsed (the crawl parses off its event loop:
-    a 50 MiB sitemap takes a while) or refused with ``parse_sitemap``'s error."""
+    """Admit what a fetched sitemap lists (``read_sitemap``'s result); returns (admission,
+    reason or None).
+
+    The reason is ``"sitemap_invalid"`` when the body was refused (the admission is empty then).
+    ``cut_in_transfer``: the fetch stopped at its byte limit (MAX_SITEMAP_BYTES on the wire).
+    ``now`` dates ``<lastmod>`` for the priority's freshness points (None: no such points).
+    """
     out = Admission()
     if cut_in_transfer:
         out.rejections["sitemap_truncated"] += 1
