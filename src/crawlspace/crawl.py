@@ -101,9 +101,6 @@ class Crawler:
         self._transport = transport
         self.processors = ProcessorRegistry()
         self._lock_fd = self._lock_out_dir()
-        if store_factory is not None and config.continuous:
-            # Revisit promotion runs in the SQLite frontier; the shared one has no due index yet.
-            raise ConfigError("--continuous is supported by `crawlspace crawl` only, not workers")
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
             self.store = store_factory(self.out_dir / "crawl.db")
         else:

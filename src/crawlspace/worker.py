@@ -7,6 +7,7 @@ Politeness is global because every host's token lives in one Redis hash slot.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,9 +15,12 @@ from pathlib import Path
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler, CrawlSummary
+from crawlspace.shared_settings import check_shared_settings, missing_on_shared
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.redis_frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.shared import SharedStore
+
+log = logging.getLogger("crawlspace.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,8 @@ def _crawler(
     *,
     durability: Durability | None = None,
 ) -> Crawler:
+    check_shared_settings(config)  # before anything connects or writes
+
     def factory(db_path: Path) -> SharedStore:
         frontier = open_frontier(
             config, url, namespace=namespace, buckets=buckets, durability=durability
@@ -100,6 +106,12 @@ def run_worker(
     durability: Durability | None = None,
 ) -> CrawlSummary:
     """Crawl from the shared frontier until no worker holds a lease and nothing is queued."""
+    check_shared_settings(config)
+    missing = missing_on_shared(config)
+    if missing:
+        log.warning(
+            "a shared frontier does not apply %s yet (README, Many workers)", ", ".join(missing)
+        )
     crawler = _crawler(config, out_dir, url, namespace, buckets, durability=durability)
     try:
         return crawler.run()

@@ -213,3 +213,45 @@ def test_stats_of_a_crawl_in_a_directory_named_with_uri_characters(
         SqliteStore(out / "crawl.db").close()
         assert main(["stats", str(out), "--json"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a%20b", "run#2", "run?1"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "flags", "named"),
+    [
+        ("", ["--continuous"], ["continuous"]),
+        ('priority_policy = "aopic"\ninlink_cap = 3', [], ["priority_policy", "inlink_cap"]),
+        ("near_duplicate_bits = 5\ndiscovery_window = 7", [], ["near_duplicate_bits"]),
+        ("revisit_share = 0.9", ["--max-bytes", "1000"], ["revisit_share", "max_bytes"]),
+    ],
+)
+def test_a_worker_refuses_settings_a_shared_frontier_would_ignore(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    settings: str,
+    flags: list[str],
+    named: list[str],
+) -> None:
+    # Refused before anything connects: this frontier URL has nothing listening.
+    config = tmp_path / "c.toml"
+    config.write_text(f"[crawl]\n{settings}\n")
+    out = tmp_path / "w"
+    frontier = ["--frontier", "redis://127.0.0.1:9/0"]
+    for command in (["worker", "--out", str(out)], ["seed", SEED]):
+        code = main([*command, *frontier, "--config", str(config), *flags, "-q"])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert len(err.strip().splitlines()) == 1, err
+        assert "a shared frontier does not apply" in err
+        for name in named:
+            assert name in err
+    assert not out.exists()  # nothing written
+
+
+def test_a_worker_accepts_switching_off_what_it_does_not_apply(tmp_path: Path) -> None:
+    from crawlspace.config import build_config
+    from crawlspace.shared_settings import check_shared_settings, missing_on_shared
+
+    config = build_config(None, inlink_weight=0, trap_priority_penalty=0)
+    check_shared_settings(config)  # asks for less than a worker does: accepted
+    assert missing_on_shared(config) == ["exact and near-duplicate detection"]
+    assert "in-link points" in missing_on_shared(build_config(None))
