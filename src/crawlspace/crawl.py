@@ -35,7 +35,7 @@ from crawlspace.discovery.sitemaps import admit_declared_sitemaps
 from crawlspace.errors import ConfigError, OutputDirError
 from crawlspace.faults import crash_point, drop_ack
 from crawlspace.fetch.transport import Transport
-from crawlspace.frontier.budgets import TrapRules, compile_excludes
+from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
 from crawlspace.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -77,6 +77,18 @@ class CrawlSummary:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+def frontier_limits(config: CrawlConfig) -> FrontierLimits:
+    """What every frontier enforces with its atomic operations, the same on every engine."""
+    return FrontierLimits(
+        config.max_in_flight_per_host,
+        config.max_pages_per_host,
+        # An expired lease may hide a request that just ended: its host keeps the minimum gap.
+        lost_lease_gap=config.min_delay,
+        budgets=keyed_budgets(config.max_urls_per_template),
+        max_pages_per_host_per_day=config.max_pages_per_host_per_day,
+    )
+
+
 class Crawler:
     """Run a crawl from Python::
 
@@ -106,11 +118,7 @@ class Crawler:
         else:
             self.store = SqliteStore(
                 self.out_dir / "crawl.db",
-                FrontierLimits(
-                    config.max_in_flight_per_host,
-                    config.max_pages_per_host,
-                    lost_lease_gap=config.min_delay,
-                ),
+                frontier_limits(config),
                 seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
                 near_index=NearDuplicateIndex(
                     config.near_duplicate_bits, config.near_duplicate_max_pages

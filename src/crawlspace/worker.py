@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler, CrawlSummary
+from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
 from crawlspace.shared_settings import check_shared_settings, missing_on_shared
-from crawlspace.store.base import FrontierLimits
 from crawlspace.store.redis_frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.shared import SharedStore
 
@@ -43,15 +42,10 @@ def open_frontier(
     durability: Durability | None = None,
 ) -> RedisFrontier:
     """Connect and take a fresh worker epoch (the fencing token of this process's leases)."""
-    limits = FrontierLimits(
-        config.max_in_flight_per_host,
-        config.max_pages_per_host,
-        lost_lease_gap=config.min_delay,  # as the local crawl (crawl.py)
-    )
     durability = durability or Durability()
     return RedisFrontier(
         connect(url),
-        limits,
+        frontier_limits(config),
         namespace=namespace,
         buckets=buckets,
         wait_replicas=durability.wait_replicas,

@@ -8,49 +8,19 @@ completion, leases that expire back into the queue, budgets, and a defined end.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from itertools import pairwise
-from pathlib import Path
-
-import pytest
 
 from crawlspace.clock import VirtualClock
 from crawlspace.frontier.politeness import PolitenessPolicy
-from crawlspace.frontier.scheduler import Scheduler
-from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.records import Completion, Lease, LeaseKind
 from crawlspace.store.base import Frontier, FrontierLimits
-from crawlspace.store.sqlite import SqliteStore
-
-LEASE_SECONDS = 100.0
-REDIS_BUCKETS = 16  # every cross-bucket question scans all buckets: keep the suite quick
-FrontierFactory = Callable[[FrontierLimits], Frontier]
-
-
-@pytest.fixture(params=["scheduler", "sqlite", "redis", "redis-cluster"])
-def make_frontier(request: pytest.FixtureRequest, tmp_path: Path) -> FrontierFactory:
-    if request.param == "scheduler":
-        return Scheduler
-    if request.param.startswith("redis"):
-        from crawlspace.store.redis_frontier import RedisFrontier
-        from tests.conformance.conftest import fresh_namespace
-
-        name = "redis_single_client" if request.param == "redis" else "redis_cluster_client"
-        client = request.getfixturevalue(name)
-        ns = fresh_namespace()
-        return lambda limits: RedisFrontier(client, limits, namespace=ns, buckets=REDIS_BUCKETS)
-    return lambda limits: SqliteStore(tmp_path / "crawl.db", limits)
-
-
-def cand(host: str, path: str, depth: int = 0, priority: int | None = None) -> UrlCandidate:
-    return UrlCandidate(f"{host}{path}", host, depth, depth if priority is None else priority)
-
-
-def robots_ok(lease: Lease, now: float) -> RobotsRecord:
-    return RobotsRecord(lease.host_key, 404, "allow_all", b"", now, now + 86400.0)
-
-
-def fetched(next_allowed_at: float) -> Completion:
-    return Completion(state="fetched", next_allowed_at=next_allowed_at)
+from tests.conformance.conftest import (
+    LEASE_SECONDS,
+    FrontierFactory,
+    cand,
+    fetched,
+    robots_ok,
+)
 
 
 def test_robots_lease_comes_first_and_blocks_the_host(make_frontier: FrontierFactory) -> None:

@@ -1,5 +1,6 @@
-"""Crawler-trap defenses that need no state: pure checks on one normalized URL, the URL-template
-key the store counts per host, and the per-host discovery-ratio window.
+"""Crawler-trap defenses that need no state: pure checks on one normalized URL, the keyed budgets
+whose counters a store keeps per host (URLs per URL template), the per-day page budget's
+calendar, and the per-host discovery-ratio window.
 
 Some URL spaces are infinite (calendars, session ids, faceted search, servers that answer any
 path); only budgets stop a crawler inside them (Heydon & Najork, "Mercator", 1999, §3.5; Olston &
@@ -11,15 +12,22 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from crawlspace.frontier.revisit import DAY
+
 __all__ = [
+    "DAY",
     "DiscoveryWindow",
     "ExcludeRule",
+    "KeyedBudget",
     "TrapRules",
     "advance_window",
     "compile_excludes",
+    "day_budget",
+    "keyed_budgets",
     "max_segment_repeats",
     "trap_reason",
     "url_template",
@@ -133,6 +141,34 @@ def url_template(url: str) -> str:
     names = sorted({p.split("=", 1)[0] for p in parts.query.split("&") if p}) if parts.query else []
     query = "&".join(f"{name}=" for name in names)
     return f"{path}?{query}" if query else path
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedBudget:
+    """At most ``cap`` URLs admitted per host and key ``key_of(url)``; a URL whose counter is
+    full is excluded with ``reason``. The policy is the key function and the cap; every store
+    (memory, SQLite, Redis) only keeps one counter per (host, key) and compares it with the cap
+    atomically with the seen test, so the budget means the same on every engine. A counter
+    moves only when its URL is admitted. Keys of different budgets share the host's counters,
+    so they must not collide (URL templates start with "/")."""
+
+    reason: str
+    cap: int
+    key_of: Callable[[str], str]
+
+
+def keyed_budgets(max_urls_per_template: int | None) -> tuple[KeyedBudget, ...]:
+    """The keyed budgets a crawl applies to the links its pages discover."""
+    if not max_urls_per_template:
+        return ()
+    return (KeyedBudget("budget_template", max_urls_per_template, url_template),)
+
+
+def day_budget(now: float) -> tuple[int, float]:
+    """The per-day page budget counts pages per UTC day: (today's number, when the next day
+    starts, which is how long a host whose budget is spent waits)."""
+    day = int(now // DAY)
+    return day, (day + 1) * DAY
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from crawlspace.frontier.budgets import KeyedBudget, day_budget
 from crawlspace.frontier.states import UrlState, check_transition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
@@ -59,6 +60,9 @@ class _Host:
     robots: RobotsRecord | None = None
     robots_lease_id: str | None = None
     heap_seq: int = -1  # seq of this host's live ready-heap entry; -1 when it has none
+    budget_counts: dict[str, int] = field(default_factory=dict)  # keyed budgets' counters
+    day: int = -1  # the UTC day of day_pages (frontier/budgets.py day_budget)
+    day_pages: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -97,6 +101,12 @@ class Scheduler:
     # ----------------------------------------------------------------------------- admission
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        return self._admit(candidates, ())
+
+    def _admit(
+        self, candidates: Sequence[UrlCandidate], budgets: Sequence[KeyedBudget]
+    ) -> AddResult:
+        """Enqueue-if-new, with the per-host cap and the keyed budgets (frontier/budgets.py)."""
         added = seen = 0
         rejected: dict[str, int] = {}
         cap = self._limits.max_pages_per_host
@@ -105,14 +115,21 @@ class Scheduler:
                 seen += 1
                 continue
             host = self._hosts.get(cand.host_key)
-            if cap is not None and (host.admitted if host else 0) >= cap:
-                rejected[_BUDGET_HOST] = rejected.get(_BUDGET_HOST, 0) + 1
-                # Remembered, so a link seen again later counts as seen, not as a new rejection.
-                url = self._new_url(cand, UrlState.EXCLUDED)
-                url.reason = _BUDGET_HOST
-                continue
             if host is None:
                 host = self._hosts[cand.host_key] = _Host(cand.host_key)
+            keys = [budget.key_of(cand.url) for budget in budgets]
+            reason = _BUDGET_HOST if cap is not None and host.admitted >= cap else None
+            for budget, key in zip(budgets, keys, strict=True):
+                if reason is None and host.budget_counts.get(key, 0) >= budget.cap:
+                    reason = budget.reason
+            if reason is not None:
+                rejected[reason] = rejected.get(reason, 0) + 1
+                # Remembered, so a link seen again later counts as seen, not as a new rejection.
+                url = self._new_url(cand, UrlState.EXCLUDED)
+                url.reason = reason
+                continue
+            for key in keys:
+                host.budget_counts[key] = host.budget_counts.get(key, 0) + 1
             host.admitted += 1
             url = self._new_url(cand, UrlState.QUEUED)
             self._enqueue(host, url)
@@ -275,11 +292,29 @@ class Scheduler:
             url.last_modified = completion.last_modified
         if url.state is UrlState.QUEUED:
             self._enqueue(active.host, url)  # a retry keeps its attempt count
+        elif completion.fetch is not None:
+            self._count_day(active.host, now, completion.rejections)
         self._move_clock(active.host, completion.next_allowed_at)
         self._reschedule(active.host)
         if completion.discovered:
-            self.add(completion.discovered, now)
+            result = self._admit(completion.discovered, self._limits.budgets)
+            for reason, n in result.rejected.items():
+                completion.rejections[reason] = completion.rejections.get(reason, 0) + n
         return True
+
+    def _count_day(self, host: _Host, now: float, rejections: dict[str, int]) -> None:
+        """The per-day page budget: at the cap the host waits for the next UTC day."""
+        cap = self._limits.max_pages_per_host_per_day
+        if not cap:
+            return
+        day, next_day = day_budget(now)
+        if host.day != day:
+            host.day, host.day_pages = day, 0
+        host.day_pages += 1
+        if host.day_pages >= cap:
+            self._move_clock(host, next_day)
+        if host.day_pages == cap:
+            rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
 
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
         active = self._current(lease, LeaseKind.ROBOTS)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from crawlspace.frontier.budgets import KeyedBudget
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 
 
@@ -22,6 +23,11 @@ class FrontierLimits:
     # A lease that expired (or was orphaned by a crash) may have ended in a request we never saw
     # finish: its host waits at least this long from the moment the lease is taken back.
     lost_lease_gap: float = 0.0
+    # Budgets counted per host as a completion's discovered links are admitted
+    # (frontier/budgets.py; URLs per URL template), and pages fetched per host per UTC day (at
+    # the cap the host waits for the next day, counted once as rejected.budget_host_day).
+    budgets: tuple[KeyedBudget, ...] = ()
+    max_pages_per_host_per_day: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
+from crawlspace.frontier.budgets import KeyedBudget, day_budget
 from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import robots_url
@@ -233,6 +234,13 @@ class RedisFrontier:
     # -- the Frontier protocol -----------------------------------------------------------------
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        return self._admit(candidates, now, ())
+
+    def _admit(
+        self, candidates: Sequence[UrlCandidate], now: float, budgets: Sequence[KeyedBudget]
+    ) -> AddResult:
+        """Enqueue-if-new with the per-host cap and the keyed budgets, whose keys are computed
+        here by the policy's key functions; the script only counts and compares."""
         by_bucket: dict[int, list[object]] = {}
         for cand in candidates:
             by_bucket.setdefault(self.bucket(cand.host_key), []).extend(
@@ -243,6 +251,7 @@ class RedisFrontier:
                     cand.priority,
                     cand.redirect_hops,
                     cand.source,
+                    *(budget.key_of(cand.url) for budget in budgets),
                 )
             )
         seeds = [cand.url for cand in candidates if cand.source == "seed"]
@@ -250,16 +259,35 @@ class RedisFrontier:
             self.client.sadd(f"{self.namespace}:seeds", *seeds)
         cap = self.limits.max_pages_per_host
         head = (_num(now), -1 if cap is None else cap, self.limits.max_in_flight_per_host)
+        budget_args = [arg for budget in budgets for arg in (budget.reason, budget.cap)]
         calls: list[tuple[int, Sequence[object]]] = []
+        width = 6 + len(budgets)
         for bucket, fields in by_bucket.items():
-            step = 6 * _ADD_CHUNK
+            step = width * _ADD_CHUNK
             for i in range(0, len(fields), step):
-                calls.append((bucket, (*head, bucket, self.buckets, *fields[i : i + step])))
+                calls.append(
+                    (
+                        bucket,
+                        (
+                            *head,
+                            bucket,
+                            self.buckets,
+                            len(budgets),
+                            *budget_args,
+                            *fields[i : i + step],
+                        ),
+                    )
+                )
         replies = self.run_many("add", calls)
-        added = seen = rejected = 0
-        for a, s, r in self.index.apply_replies((b for b, _ in calls), replies):
-            added, seen, rejected = added + int(a), seen + int(s), rejected + int(r)
-        return AddResult(added, seen, {"budget_host": rejected} if rejected else {})
+        added = seen = 0
+        rejected: dict[str, int] = {}
+        reasons = ["budget_host", *(budget.reason for budget in budgets)]
+        for reply in self.index.apply_replies((b for b, _ in calls), replies):
+            added, seen = added + int(reply[0]), seen + int(reply[1])
+            for reason, n in zip(reasons, reply[2:], strict=True):
+                if int(n):
+                    rejected[reason] = rejected.get(reason, 0) + int(n)
+        return AddResult(added, seen, rejected)
 
     def _ready_counts(self, now: float, limit: int) -> dict[int, int]:
         """Hosts ready at ``now`` in the (up to ``limit``) buckets the index says waited longest;
@@ -358,35 +386,42 @@ class RedisFrontier:
             return False
         if completion.discovered:
             # Other buckets, so not atomic with the completion: add first (see module docstring).
-            result = self.add(completion.discovered, now)
+            result = self._admit(completion.discovered, now, self.limits.budgets)
             for name, n in result.rejected.items():
                 completion.rejections[name] = completion.rejections.get(name, 0) + n
             if self._barrier.replicas > 0:
                 self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
         nxt = completion.next_allowed_at
+        day_cap = self.limits.max_pages_per_host_per_day
+        day, next_day = day_budget(now)
         retried: list[bool] = []
-        done = int(
-            self._run_indexed(
-                "complete",
-                self.bucket(lease.host_key),
-                self._url_id(lease.url_id),
-                lease.lease_id,
-                lease.version,
-                lease.epoch,
-                completion.state,
-                completion.reason or "",
-                "" if nxt is None else _num(nxt),
-                completion.etag or "",
-                completion.last_modified or "",
-                self.limits.max_in_flight_per_host,
-                int(completion.fetch is not None),  # counted for terminal completions only
-                self._events_maxlen,
-                _num(now),
-                "" if completion.host_backoff is None else completion.host_backoff,
-                "" if completion.host_failures is None else completion.host_failures,
-                retried=retried,
-            )
+        reply = self._run_indexed(
+            "complete",
+            self.bucket(lease.host_key),
+            self._url_id(lease.url_id),
+            lease.lease_id,
+            lease.version,
+            lease.epoch,
+            completion.state,
+            completion.reason or "",
+            "" if nxt is None else _num(nxt),
+            completion.etag or "",
+            completion.last_modified or "",
+            self.limits.max_in_flight_per_host,
+            int(completion.fetch is not None),  # counted for terminal completions only
+            self._events_maxlen,
+            _num(now),
+            "" if completion.host_backoff is None else completion.host_backoff,
+            "" if completion.host_failures is None else completion.host_failures,
+            day if day_cap else "",
+            day_cap or "",
+            _num(next_day),
+            retried=retried,
         )
+        done = int(reply[0])
+        if done == 1 and int(reply[1]):
+            rejections = completion.rejections
+            rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
         if done < 0:
             raise IllegalTransition("leased", completion.state)
         # 2: this lease was completed already. After a lost reply that was this very call, so

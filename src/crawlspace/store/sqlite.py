@@ -337,7 +337,7 @@ class SqliteStore:
                 host_id,
                 completion,
                 now,
-                budgets=self.budgets,
+                limits=self.limits,
                 host_ids=self._host_id,
             )
         cash = 0.0 if requeue else self.ranking.take_cash(db, lease.url_id)

@@ -1,9 +1,9 @@
 """The SQLite side of trap budgets: counters that need state, kept out of ``sqlite.py``.
 
-Per host: URLs admitted per URL template (``host_templates``), pages fetched per UTC day
-(``host_days``) and the discovery-ratio window (``host_discovery``). The pure rules are in
-``frontier/budgets.py``; every function here runs inside the caller's completion transaction, so
-a crash can neither lose nor double a count.
+Per host: URLs admitted per keyed budget's key, e.g. URL template (``host_templates``), pages
+fetched per UTC day (``host_days``) and the discovery-ratio window (``host_discovery``). The pure
+rules are in ``frontier/budgets.py``; every function here runs inside the caller's completion
+transaction, so a crash can neither lose nor double a count.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from crawlspace.frontier.budgets import DiscoveryWindow, advance_window, url_template
-from crawlspace.frontier.revisit import DAY, RevisitPolicy
+from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
+from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.records import Completion, Lease, UrlCandidate
+from crawlspace.store.base import FrontierLimits
 
 __all__ = ["StoreBudgets", "account_discovery", "apply_budgets", "new_urls", "trap_stats"]
 
@@ -25,10 +26,8 @@ _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay 
 
 @dataclass(frozen=True, slots=True)
 class StoreBudgets:
-    """The store-side budgets and the recrawl policy (built from CrawlConfig in crawl.py)."""
+    """The discovery-ratio window and the recrawl policy (built from CrawlConfig in crawl.py)."""
 
-    max_urls_per_template: int | None = None
-    max_pages_per_host_per_day: int | None = None
     discovery_window: int = 20
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
@@ -38,8 +37,6 @@ class StoreBudgets:
     @classmethod
     def from_config(cls, config: Any) -> StoreBudgets:
         return cls(
-            max_urls_per_template=config.max_urls_per_template,
-            max_pages_per_host_per_day=config.max_pages_per_host_per_day,
             discovery_window=config.discovery_window,
             discovery_trap_ratio=config.discovery_trap_ratio,
             trap_priority_penalty=config.trap_priority_penalty,
@@ -74,37 +71,45 @@ def new_urls(db: sqlite3.Connection, candidates: Sequence[UrlCandidate]) -> list
     return out
 
 
-def _cap_templates(
-    db: sqlite3.Connection, fresh: list[UrlCandidate], cap: int, host_id: HostIds
-) -> tuple[list[UrlCandidate], list[UrlCandidate]]:
-    """Split ``fresh`` into (within budget, over budget) and count the admitted ones."""
+def _cap_keyed(
+    db: sqlite3.Connection,
+    fresh: list[UrlCandidate],
+    budgets: Sequence[KeyedBudget],
+    host_id: HostIds,
+) -> list[tuple[str, str]]:
+    """Count the keyed budgets of the new URLs ``fresh``; return the (url, reason) over one."""
     counts: dict[tuple[int, str], int] = {}
-    keep, drop = [], []
+    over: list[tuple[str, str]] = []
     for cand in fresh:
-        key = (host_id(db, cand.host_key), url_template(cand.url))
-        if key not in counts:
-            row = db.execute(
-                "SELECT urls FROM host_templates WHERE host_id = ? AND template = ?", key
-            ).fetchone()
-            counts[key] = 0 if row is None else int(row[0])
-        if counts[key] >= cap:
-            drop.append(cand)
-        else:
+        hid = host_id(db, cand.host_key)
+        keys = [(hid, budget.key_of(cand.url)) for budget in budgets]
+        for key in keys:
+            if key not in counts:
+                row = db.execute(
+                    "SELECT urls FROM host_templates WHERE host_id = ? AND template = ?", key
+                ).fetchone()
+                counts[key] = 0 if row is None else int(row[0])
+        full = next(
+            (b.reason for b, k in zip(budgets, keys, strict=True) if counts[k] >= b.cap), None
+        )
+        if full is not None:
+            over.append((cand.url, full))
+            continue
+        for key in keys:
             counts[key] += 1
-            keep.append(cand)
     db.executemany(
         "INSERT INTO host_templates (host_id, template, urls) VALUES (?, ?, ?)"
         " ON CONFLICT (host_id, template) DO UPDATE SET urls = excluded.urls",
-        [(hid, tpl, n) for (hid, tpl), n in counts.items()],
+        [(hid, key, n) for (hid, key), n in counts.items()],
     )
-    return keep, drop
+    return over
 
 
 def _count_day(
     db: sqlite3.Connection, host_id: int, now: float, cap: int, rejections: Counter[str]
 ) -> None:
     """One more page today; at the cap the host's clock moves to the next UTC midnight."""
-    day = int(now // DAY)
+    day, next_day = day_budget(now)
     db.execute(
         "INSERT INTO host_days (host_id, day, pages) VALUES (?, ?, 1)"
         " ON CONFLICT (host_id, day) DO UPDATE SET pages = pages + 1",
@@ -118,7 +123,7 @@ def _count_day(
     if pages >= cap:
         db.execute(
             "UPDATE hosts SET next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
-            ((day + 1) * DAY, host_id),
+            (next_day, host_id),
         )
         if pages == cap:
             rejections["budget_host_day"] += 1
@@ -151,22 +156,21 @@ def apply_budgets(
     completion: Completion,
     now: float,
     *,
-    budgets: StoreBudgets,
+    limits: FrontierLimits,
     host_ids: HostIds,
 ) -> None:
-    """Before the completion's links are added: the per-day page budget and the template caps
-    of the page's host (over-budget links become exclusions)."""
+    """Before the completion's links are added: the per-day page budget and the keyed budgets
+    (over-budget links become exclusions)."""
     rejections: Counter[str] = Counter()
-    if completion.fetch is not None and budgets.max_pages_per_host_per_day:
-        _count_day(db, host_id, now, budgets.max_pages_per_host_per_day, rejections)
-    if completion.discovered and budgets.max_urls_per_template:
-        fresh = new_urls(db, completion.discovered)
-        _, over = _cap_templates(db, fresh, budgets.max_urls_per_template, host_ids)
+    if completion.fetch is not None and limits.max_pages_per_host_per_day:
+        _count_day(db, host_id, now, limits.max_pages_per_host_per_day, rejections)
+    if completion.discovered and limits.budgets:
+        over = _cap_keyed(db, new_urls(db, completion.discovered), limits.budgets, host_ids)
         if over:
-            dropped = {c.url for c in over}
+            dropped = {url for url, _ in over}
             completion.discovered = [c for c in completion.discovered if c.url not in dropped]
-            completion.excluded = [*completion.excluded, *((u, "budget_template") for u in dropped)]
-            rejections["budget_template"] += len(dropped)
+            completion.excluded = [*completion.excluded, *over]
+            rejections.update(reason for _, reason in over)
     for reason, n in rejections.items():
         completion.rejections[reason] = completion.rejections.get(reason, 0) + n
 

@@ -1,20 +1,55 @@
 -- Enqueue-if-new for one bucket. ARGV: prefix, now, cap (-1: no per-host budget), max_in_flight,
--- bucket, buckets, then 6 fields per candidate: url, host, depth, priority, hops, source.
--- Returns {index update (_common.lua), {added, seen, rejected}}.
+-- bucket, buckets, nb (keyed budgets), then nb pairs (reason, cap), then 6 + nb fields per
+-- candidate: url, host, depth, priority, hops, source, and its key under each keyed budget.
+-- Returns {index update (_common.lua), {added, seen, rejected by the per-host cap, rejected by
+-- each keyed budget...}}.
 -- The bucket's seen hash (url -> id) is the exact seen set: a URL is admitted at most once.
+-- Keyed budgets (frontier/budgets.py KeyedBudget) are one counter per host and key, in the
+-- host's hash {ns:bN}:k:<host>; a counter moves only when its URL is admitted.
 -- Counters are read once, kept in Lua and written back once (the script is atomic), so a URL
 -- costs three writes: the seen entry, its record and its queue entry.
 local cap = tonumber(ARGV[3])
 local max_in_flight = tonumber(ARGV[4])
 local bucket = tonumber(ARGV[5])
 local buckets = tonumber(ARGV[6])
+local nb = tonumber(ARGV[7])
+local reasons, caps = {}, {}
+for b = 1, nb do
+  reasons[b] = ARGV[6 + 2 * b]
+  caps[b] = tonumber(ARGV[7 + 2 * b])
+end
+local first = 8 + 2 * nb
+local width = 6 + nb
 local SEEN = P .. 'seen'
 local before = marks()
 local useq = tonumber(redis.call('HGET', ST, 'useq') or '0')
 local admitted = {}  -- host -> admitted count, read lazily
 local touched = {}   -- host -> URLs admitted by this call
-local added, seen, rejected = 0, 0, 0
-for i = 7, #ARGV, 6 do
+local counts = {}    -- host -> key -> count, read lazily; written back for touched keys
+local dirty = {}     -- host -> key -> true
+local added, seen = 0, 0
+local rejected = {0}
+for b = 1, nb do rejected[b + 1] = 0 end
+
+local function count(host, key)
+  local h = counts[host]
+  if h == nil then h = {}; counts[host] = h end
+  if h[key] == nil then
+    h[key] = tonumber(redis.call('HGET', P .. 'k:' .. host, key) or '0')
+  end
+  return h[key]
+end
+
+-- Which budget refuses this candidate: 1 the per-host cap, b + 1 keyed budget b, or nil.
+local function refusal(host, i)
+  if cap >= 0 and admitted[host] >= cap then return 1 end
+  for b = 1, nb do
+    if count(host, ARGV[i + 5 + b]) >= caps[b] then return b + 1 end
+  end
+  return nil
+end
+
+for i = first, #ARGV, width do
   local url, host = ARGV[i], ARGV[i + 1]
   -- Ids are unique across buckets (bucket + counter x buckets) and fixed-width, so the queue's
   -- lexicographic order among equal priorities is admission order.
@@ -26,16 +61,21 @@ for i = 7, #ARGV, 6 do
     if admitted[host] == nil then
       admitted[host] = tonumber(redis.call('HGET', hkey(host), 'admitted') or '0')
     end
-    local state = 'queued'
-    if cap >= 0 and admitted[host] >= cap then state = 'excluded' end
+    local refused = refusal(host, i)
     redis.call('HSET', ukey(id), 'url', url, 'host', host, 'depth', ARGV[i + 2],
-      'prio', ARGV[i + 3], 'hops', ARGV[i + 4], 'src', ARGV[i + 5], 'state', state,
-      'version', '1')
-    if state == 'excluded' then
+      'prio', ARGV[i + 3], 'hops', ARGV[i + 4], 'src', ARGV[i + 5],
+      'state', refused and 'excluded' or 'queued', 'version', '1')
+    if refused then
       -- Remembered, so the link seen again later counts as seen, not as a new rejection.
-      redis.call('HSET', ukey(id), 'reason', 'budget_host')
-      rejected = rejected + 1
+      redis.call('HSET', ukey(id), 'reason', refused == 1 and 'budget_host' or reasons[refused - 1])
+      rejected[refused] = rejected[refused] + 1
     else
+      for b = 1, nb do
+        local key = ARGV[i + 5 + b]
+        counts[host][key] = counts[host][key] + 1
+        dirty[host] = dirty[host] or {}
+        dirty[host][key] = true
+      end
       admitted[host] = admitted[host] + 1
       touched[host] = (touched[host] or 0) + 1
       redis.call('ZADD', qkey(host), ARGV[i + 3], id)
@@ -45,8 +85,15 @@ for i = 7, #ARGV, 6 do
 end
 redis.call('HSET', ST, 'useq', string.format('%d', useq))
 redis.call('HINCRBY', ST, 'queued', added)
+for host, keys in pairs(dirty) do
+  for key in pairs(keys) do
+    redis.call('HSET', P .. 'k:' .. host, key, counts[host][key])
+  end
+end
 for host, n in pairs(touched) do
   redis.call('HINCRBY', hkey(host), 'admitted', n)
   resched(host, max_in_flight)
 end
-return {index_update(before), {added, seen, rejected}}
+local reply = {added, seen}
+for r = 1, nb + 1 do reply[r + 2] = rejected[r] end
+return {index_update(before), reply}

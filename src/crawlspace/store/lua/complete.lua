@@ -3,21 +3,22 @@
 -- matches nothing, writes nothing and appends nothing.
 -- ARGV: prefix, id, lease id, version, epoch, state, reason, next_allowed_at ('' none), etag,
 -- last_modified, max_in_flight, fetched (0/1), stream maxlen, now, host backoff level and
--- failure streak ('' for unchanged; frontier/backoff.py).
--- Returns {index update (_common.lua), status}: 1 done, 0 stale, 2 this very lease was
--- completed already (the caller's retry after a lost reply tells it from a duplicate call),
--- -1 illegal transition (nothing written).
+-- failure streak ('' for unchanged; frontier/backoff.py), then the per-day page budget: today's
+-- number ('' off), its cap and when the next day starts (frontier/budgets.py day_budget).
+-- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget}}:
+-- status 1 done, 0 stale, 2 this very lease was completed already (the caller's retry after a
+-- lost reply tells it from a duplicate call), -1 illegal transition (nothing written).
 local id, lid, version, epoch, state = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local max_in_flight = tonumber(ARGV[11])
 local host = current_page(id, lid, version, epoch)
 if not host then
-  if redis.call('HGET', ukey(id), 'lease') == '~' .. lid then return {{}, 2} end
-  return {{}, 0}
+  if redis.call('HGET', ukey(id), 'lease') == '~' .. lid then return {{}, {2, 0}} end
+  return {{}, {0, 0}}
 end
 -- frontier/states.py TRANSITIONS['leased'], checked before any write.
 local allowed = {queued = true, fetched = true, redirected = true, excluded = true, failed = true,
   not_modified = true}
-if not allowed[state] then return {{}, -1} end
+if not allowed[state] then return {{}, {-1, 0}} end
 local before = marks()
 local u = ukey(id)
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
@@ -34,6 +35,17 @@ end
 if ARGV[15] ~= '' then redis.call('HSET', hkey(host), 'backoff', ARGV[15]) end
 if ARGV[16] ~= '' then redis.call('HSET', hkey(host), 'failures', ARGV[16]) end
 move_clock(host, ARGV[8])
+local spent = 0
+if state ~= 'queued' and ARGV[12] == '1' and ARGV[17] ~= '' then
+  -- Pages today: one day's count per host, reset when the day changes.
+  local h = hkey(host)
+  if redis.call('HGET', h, 'day') ~= ARGV[17] then
+    redis.call('HSET', h, 'day', ARGV[17], 'dayn', 0)
+  end
+  local pages = redis.call('HINCRBY', h, 'dayn', 1)
+  if pages >= tonumber(ARGV[18]) then move_clock(host, ARGV[19]) end
+  if pages == tonumber(ARGV[18]) then spent = 1 end
+end
 resched(host, max_in_flight)
 if state ~= 'queued' then
   -- A retried attempt is not an event: the visit's one terminal completion is (as in SQLite).
@@ -44,4 +56,4 @@ if state ~= 'queued' then
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
 end
-return {index_update(before), 1}
+return {index_update(before), {1, spent}}

@@ -1,0 +1,130 @@
+"""One policy-semantics suite, every engine: the crawl's policies mean the same on the memory
+Scheduler, SQLite, one Redis and a 3-master Redis Cluster.
+
+The policy (which budget a URL falls under, what day it is) is pure code in ``frontier/``; each
+engine only counts and compares. These scenarios drive each engine on a virtual clock through its
+public operations and read the outcome back the same way: what gets leased, and what each
+completion says it refused.
+"""
+
+from __future__ import annotations
+
+from crawlspace.frontier.budgets import DAY, keyed_budgets
+from crawlspace.records import Completion, FetchRecord, Lease, LeaseKind, UrlCandidate
+from crawlspace.store.base import Frontier, FrontierLimits
+from tests.conformance.conftest import LEASE_SECONDS, FrontierFactory, cand, robots_ok
+
+HOST = "http://a"
+
+
+def page_done(lease: Lease, now: float, links: list[UrlCandidate] | None = None) -> Completion:
+    """A fetched page (with its fetch record, as the crawl completes one) and its links."""
+    fetch = FetchRecord(
+        lease.url, lease.url, 200, now, 5.0, "text/html", 100, False, None, None, None, None
+    )
+    return Completion(
+        state="fetched", fetch=fetch, next_allowed_at=now + 1.0, discovered=links or []
+    )
+
+
+def open_host(frontier: Frontier, now: float) -> None:
+    """Answer the host's robots.txt lease (allow all)."""
+    (robots,) = frontier.lease(now, 1, LEASE_SECONDS)
+    assert robots.kind is LeaseKind.ROBOTS
+    assert frontier.complete_robots(robots, robots_ok(robots, now), now)
+
+
+def drain(frontier: Frontier, now: float, limit: int = 100) -> tuple[list[str], float]:
+    """Lease and complete every page that becomes ready (robots.txt refetches allow all);
+    (the pages' URLs in lease order, the clock)."""
+    leased: list[str] = []
+    for _ in range(limit):
+        ready = frontier.next_ready_at()
+        if ready is None:
+            break
+        now = max(now, ready)
+        for lease in frontier.lease(now, 10, LEASE_SECONDS):
+            if lease.kind is LeaseKind.ROBOTS:
+                assert frontier.complete_robots(lease, robots_ok(lease, now), now)
+                continue
+            leased.append(lease.url)
+            assert frontier.complete(lease, page_done(lease, now), now)
+    return leased, now
+
+
+def test_the_template_budget_excludes_what_a_page_discovers_past_its_cap(
+    make_frontier: FrontierFactory,
+) -> None:
+    frontier = make_frontier(FrontierLimits(budgets=keyed_budgets(3)))
+    frontier.add([cand(HOST, "/")], 0.0)
+    open_host(frontier, 0.0)
+    (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    days = [cand(HOST, f"/cal/2031/{d:02d}", depth=1) for d in range(1, 6)]
+    about = cand(HOST, "/about", depth=1)
+    completion = page_done(home, 0.0, [*days, about])
+    assert frontier.complete(home, completion, 0.0)
+    assert completion.rejections == {"budget_template": 2}
+    leased, now = drain(frontier, 1.0)
+    assert sorted(leased) == sorted([about.url, *(c.url for c in days[:3])])
+    # The refused ones are remembered: met again they are seen, not refused again; and the
+    # template's counter stays full for new members.
+    frontier.add([cand(HOST, "/again")], now)
+    (page,) = frontier.lease(now + 5.0, 1, LEASE_SECONDS)
+    later = page_done(page, now + 5.0, [days[4], cand(HOST, "/cal/2031/99", depth=2)])
+    assert frontier.complete(page, later, now + 5.0)
+    assert later.rejections == {"budget_template": 1}
+    assert drain(frontier, now + 10.0)[0] == []
+
+
+def test_the_template_budget_counts_per_host(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits(budgets=keyed_budgets(1)))
+    frontier.add([cand(HOST, "/")], 0.0)
+    open_host(frontier, 0.0)
+    (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    links = [cand(HOST, "/p/1", 1), cand(HOST, "/p/2", 1), cand("http://b", "/p/1", 1)]
+    completion = page_done(home, 0.0, links)
+    assert frontier.complete(home, completion, 0.0)
+    assert completion.rejections == {"budget_template": 1}
+
+
+def test_seeds_and_sitemaps_are_not_held_to_the_template_budget(
+    make_frontier: FrontierFactory,
+) -> None:
+    frontier = make_frontier(FrontierLimits(budgets=keyed_budgets(1)))
+    result = frontier.add([cand(HOST, f"/p/{i}") for i in range(3)], 0.0)
+    assert (result.added, result.rejected) == (3, {})
+
+
+def test_the_day_budget_holds_a_host_until_the_next_utc_day(
+    make_frontier: FrontierFactory,
+) -> None:
+    start = 20_000 * DAY + 3600.0  # 01:00 UTC
+    frontier = make_frontier(FrontierLimits(max_pages_per_host_per_day=2))
+    frontier.add([cand(HOST, f"/{i}") for i in range(5)], start)
+    open_host(frontier, start)
+    spent: dict[str, int] = {}
+    now = start
+    for _ in range(2):
+        (lease,) = frontier.lease(now, 1, LEASE_SECONDS)
+        completion = page_done(lease, now)
+        assert frontier.complete(lease, completion, now)
+        for reason, n in completion.rejections.items():
+            spent[reason] = spent.get(reason, 0) + n
+        now += 1.0
+    assert spent == {"budget_host_day": 1}  # counted once, when the budget is spent
+    assert frontier.next_ready_at() == 20_001 * DAY
+    assert frontier.lease(20_001 * DAY - 1.0, 1, LEASE_SECONDS) == []
+    # A new day, a new budget: two more pages, then the host waits again.
+    leased, _ = drain(frontier, 20_001 * DAY, limit=3)
+    assert len(leased) == 2
+    assert frontier.next_ready_at() == 20_002 * DAY
+
+
+def test_a_retry_does_not_spend_the_day_budget(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits(max_pages_per_host_per_day=1))
+    frontier.add([cand(HOST, "/1"), cand(HOST, "/2")], 0.0)
+    open_host(frontier, 0.0)
+    (lease,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    retry = Completion(state="queued", next_allowed_at=1.0)
+    assert frontier.complete(lease, retry, 0.0)
+    assert frontier.next_ready_at() == 1.0
