@@ -17,6 +17,7 @@ from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
 from crawlspace.frontier.budgets import compile_excludes
 from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
+from crawlspace.frontier.revisit import RevisitPolicy
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
 DEFAULT_USER_AGENT = f"CrawlspaceBot/{__version__} (+{PROJECT_URL})"
@@ -252,6 +253,14 @@ class CrawlConfig:
             self.inlink_weight,
             self.inlink_cap,
             self.aopic_tax,
+        )
+
+    def revisit_policy(self) -> RevisitPolicy:
+        return RevisitPolicy(
+            self.revisit_min_interval,
+            self.revisit_max_interval,
+            self.revisit_initial_interval,
+            self.revisit_gone_interval,
         )
 
     def replace(self, **changes: Any) -> CrawlConfig:

@@ -36,6 +36,7 @@ from crawlspace.errors import ConfigError, OutputDirError
 from crawlspace.faults import crash_point, drop_ack
 from crawlspace.fetch.transport import Transport
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
+from crawlspace.frontier.revisit import plan_revisit
 from crawlspace.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -161,6 +162,7 @@ class Crawler:
         # Trap budgets with state and the recrawl policy live in the store (sqlite_traps.py).
         self.store.budgets = StoreBudgets.from_config(config)
         self.store.ranking = Ranking(config.priority_rules())
+        self._revisit = config.revisit_policy()
         self.bytes_done = 0
 
     # -- setup ---------------------------------------------------------------------------------
@@ -494,6 +496,8 @@ class Crawler:
         crash_point("before_commit")
         if drop_ack():
             return
+        if completion.state != "queued":  # a visit's end: when is the URL visited next
+            completion.revisit = plan_revisit(lease, completion, self.clock.now(), self._revisit)
         committed = await self._committer.submit(lease, completion)
         crash_point("after_commit")
         self.telemetry.on_commit(lease.host_key, completion, committed)

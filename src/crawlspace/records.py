@@ -52,6 +52,11 @@ class Lease:
     host_failures: int = 0
     # How the URL entered the frontier: "sitemap" leases are read as sitemaps (visit.py).
     source: str = "link"
+    # The URL's recrawl state when leased (frontier/revisit.py plan_revisit): its learned
+    # interval, the content hash of its last 200 and its sitemap changefreq.
+    revisit_interval: float | None = None
+    content_hash: str | None = None
+    changefreq: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,19 @@ class LinkRecord:
     nofollow: bool
 
 
+@dataclass(frozen=True, slots=True)
+class RevisitPlan:
+    """When a URL is visited next, decided by frontier/revisit.py and applied by the store with
+    the completion's own write: the interval learned, the next fetch time, whether this visit
+    found the content changed, and the content hash to compare the next visit with (None:
+    keep the stored one)."""
+
+    interval: float
+    next_fetch_at: float
+    changed: bool
+    content_hash: str | None
+
+
 @dataclass(slots=True)
 class Completion:
     """How a page lease ends. ``state`` is the URL's next state (queued means: retry later)."""
@@ -105,6 +123,8 @@ class Completion:
     host_failures: int | None = None
     # Named counters added as given (e.g. dedup.links_total), unlike the rejected.* ones.
     counters: dict[str, int] = field(default_factory=dict)
+    # The next visit (terminal completions; None: never revisited), see frontier/revisit.py.
+    revisit: RevisitPlan | None = None
 
 
 @dataclass(frozen=True, slots=True)

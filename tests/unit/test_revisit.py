@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from crawlspace.frontier.revisit import DAY, GONE_HASH, HOUR, RevisitPolicy
-from crawlspace.records import Completion
-from crawlspace.store.sqlite_revisit import revisit_schedule
+from crawlspace.frontier.revisit import DAY, GONE_HASH, HOUR, RevisitPolicy, plan_revisit
+from crawlspace.records import Completion, Lease, LeaseKind, RevisitPlan
 
 
 @dataclass
@@ -132,10 +131,17 @@ def test_an_answer_without_content_is_no_change() -> None:
 def test_a_tombstone_changed_once_and_keeps_its_learned_interval() -> None:
     p = RevisitPolicy(min_interval=1.0, max_interval=100.0, gone_interval=1000.0)
     gone = Completion("failed", reason="timeout")
-    first = revisit_schedule(gone, 0.0, p, interval=5.0, old_hash="x", changefreq=None)
-    assert first == (5.0, 1000.0, True, GONE_HASH)  # became gone: a change, back in 1000 s
-    again = revisit_schedule(gone, 1000.0, p, interval=5.0, old_hash=GONE_HASH, changefreq=None)
-    assert again == (5.0, 2000.0, False, GONE_HASH)  # still gone: no change
+
+    def leased(content_hash: str) -> Lease:
+        return Lease(
+            LeaseKind.PAGE, "l", "http://a", "http://a/", 1, 1, 1, 0, 0, 99.0,
+            revisit_interval=5.0, content_hash=content_hash,
+        )  # fmt: skip
+
+    first = plan_revisit(leased("x"), gone, 0.0, p)
+    assert first == RevisitPlan(5.0, 1000.0, True, GONE_HASH)  # became gone: back in 1000 s
+    again = plan_revisit(leased(GONE_HASH), gone, 1000.0, p)
+    assert again == RevisitPlan(5.0, 2000.0, False, GONE_HASH)  # still gone: no change
     # Back with content: a change, at the pace learned before it failed.
     assert p.after_visit(5.0, old_hash=GONE_HASH, new_hash="y") == (2.5, True)
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["CHANGEFREQ_SECONDS", "RevisitPolicy"]
+from crawlspace.frontier.states import REVISITABLE
+from crawlspace.records import Completion, Lease, RevisitPlan
+
+__all__ = ["CHANGEFREQ_SECONDS", "GONE_HASH", "RevisitPolicy", "plan_revisit"]
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -93,3 +96,37 @@ class RevisitPolicy:
             return self.first(changefreq), True
         changed = not not_modified and new_hash is not None and new_hash != old_hash
         return self.next(interval, changed=changed), changed
+
+
+def plan_revisit(
+    lease: Lease, completion: Completion, now: float, policy: RevisitPolicy
+) -> RevisitPlan | None:
+    """The next visit of a URL after a terminal visit, or None for a URL never revisited.
+
+    Fetched (tombstones included), not_modified and failed URLs are revisited; a 200's change is
+    judged on its text hash against the one the lease read (``lease.content_hash``). A tombstone
+    or a failure waits the long ``gone_interval``. The lease is the URL's one writer until it
+    ends, so the recrawl state it carries is the state the store holds: every engine applies the
+    returned plan as it is, with the completion's own write."""
+    if completion.state not in REVISITABLE:
+        return None
+    fetch = completion.fetch
+    gone = completion.reason == "gone" or completion.state == "failed"
+    new_hash = None
+    if fetch is not None and 200 <= fetch.status < 300:
+        new_hash = fetch.text_sha256 or fetch.content_sha256
+    interval = lease.revisit_interval
+    wait, changed = policy.after_visit(
+        interval,
+        old_hash=lease.content_hash,
+        new_hash=new_hash,
+        not_modified=completion.state == "not_modified",
+        gone=gone,
+        changefreq=lease.changefreq,
+    )
+    if gone:
+        # Come back after gone_interval, but keep the interval learned so far: a page that
+        # failed once and then answers again resumes its own pace.
+        kept = interval if interval is not None else wait
+        return RevisitPlan(kept, now + wait, changed, GONE_HASH)
+    return RevisitPlan(wait, now + wait, changed, new_hash)

@@ -13,7 +13,6 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
@@ -234,19 +233,13 @@ class SqliteStore:
             )
 
     def _current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None:
-        row = self._current_page_row(db, lease)
-        return None if row is None else int(row[0])
-
-    def _current_page_row(self, db: sqlite3.Connection, lease: Lease) -> tuple[Any, ...] | None:
-        """(host_id, revisit_interval, content_hash, changefreq) while ``lease`` is current."""
+        """The URL's host id while ``lease`` is its current lease, else None."""
         row = db.execute(
-            "SELECT host_id, state, lease_id, version, revisit_interval, content_hash, changefreq"
-            " FROM urls WHERE id = ?",
-            (lease.url_id,),
+            "SELECT host_id, state, lease_id, version FROM urls WHERE id = ?", (lease.url_id,)
         ).fetchone()
         if row is None or row[1] != "leased" or row[2] != lease.lease_id or row[3] != lease.version:
             return None
-        return (row[0], *row[4:])
+        return int(row[0])
 
     def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
         return self.complete_many([(lease, completion)], now)[0]
@@ -269,10 +262,9 @@ class SqliteStore:
     def _complete(
         self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
     ) -> bool:
-        current = self._current_page_row(db, lease)
-        if current is None:
+        host_id = self._current_page_lease(db, lease)
+        if host_id is None:
             return False
-        host_id, interval, old_hash, changefreq = current
         check_transition("leased", completion.state)
         requeue = completion.state == "queued"
         # A retried attempt leaves its response in the WARC only: the fetch row, the links
@@ -289,20 +281,16 @@ class SqliteStore:
             completion.etag,
             completion.last_modified,
         )
-        revisit = None
-        if not requeue:  # the next visit's schedule (store/sqlite_revisit.py)
-            revisit = sqlite_revisit.revisit_schedule(
-                completion,
-                now,
-                self.budgets.revisit,
-                interval=interval,
-                old_hash=old_hash,
-                changefreq=changefreq,
-            )
+        revisit = None if requeue else completion.revisit  # decided by frontier/revisit.py
         if revisit is None:
             db.execute(_FINISH_URL + " WHERE id = ?", (*url_row, lease.url_id))
         else:
-            next_interval, next_fetch_at, changed, new_hash = revisit
+            next_interval, next_fetch_at, changed, new_hash = (
+                revisit.interval,
+                revisit.next_fetch_at,
+                revisit.changed,
+                revisit.content_hash,
+            )
             db.execute(
                 _FINISH_URL + ", revisit_interval = ?, next_fetch_at = ?, due_at = NULL,"
                 " last_changed_at = CASE WHEN ? THEN ? ELSE last_changed_at END,"

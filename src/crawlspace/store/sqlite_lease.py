@@ -119,7 +119,8 @@ def _lease_pages(
     for (host_id, host_key, level, failures), row in zip(pages, rows, strict=True):
         if row is None:
             continue
-        url_id, url, version, attempts, depth, hops, etag, last_modified, source = row
+        url_id, url, version, attempts, depth, hops, etag, last_modified, source = row[:9]
+        interval, content_hash, changefreq = row[9:]
         lease_id = new_id()
         url_rows.append((lease_id, expires_at, url_id))
         host_rows.append((host_id,))
@@ -140,6 +141,9 @@ def _lease_pages(
                 host_backoff=level,
                 host_failures=failures,
                 source=source,
+                revisit_interval=interval,
+                content_hash=content_hash,
+                changefreq=changefreq,
             )
         )
     db.executemany(

@@ -1,5 +1,6 @@
-"""The SQLite side of recrawl: revisit schedules, promotion of due URLs, the revisit/new split of
-leases and the freshness lag. The interval arithmetic is pure, in ``frontier/revisit.py``.
+"""The SQLite side of recrawl: promotion of due URLs, the revisit/new split of leases and the
+freshness lag. The schedule is decided in ``frontier/revisit.py`` (plan_revisit) and written by
+the completion.
 
 Two priority bands share each host queue: a promoted revisit's priority is its ordinary
 priority minus ``REVISIT_BAND``, so revisits and new URLs are two index ranges of the same
@@ -16,9 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
 
-from crawlspace.frontier.revisit import GONE_HASH, RevisitPolicy
 from crawlspace.frontier.states import REVISITABLE, check_revisit
-from crawlspace.records import Completion
 
 __all__ = [
     "REVISIT_BAND",
@@ -27,7 +26,6 @@ __all__ = [
     "next_due_at",
     "pick_queued",
     "promote_due",
-    "revisit_schedule",
 ]
 
 REVISIT_BAND: Final = 1 << 40
@@ -41,7 +39,8 @@ URL_COLUMNS: Final = (
 )
 
 PAGE_COLUMNS: Final = (
-    "id, url, version, attempts, depth, redirect_hops, etag, last_modified, source"
+    "id, url, version, attempts, depth, redirect_hops, etag, last_modified, source,"
+    " revisit_interval, content_hash, changefreq"
 )
 
 
@@ -55,41 +54,6 @@ def migrate(db: sqlite3.Connection) -> None:
         "CREATE INDEX IF NOT EXISTS urls_due ON urls (next_fetch_at)"
         " WHERE next_fetch_at IS NOT NULL"
     )
-
-
-def revisit_schedule(
-    completion: Completion,
-    now: float,
-    policy: RevisitPolicy,
-    *,
-    interval: float | None,
-    old_hash: str | None,
-    changefreq: str | None,
-) -> tuple[float, float, bool, str | None] | None:
-    """After a terminal visit: (next interval, next fetch time, changed, content hash), or None
-    for a URL that is never revisited. Fetched (tombstones included), not_modified and failed
-    URLs are; a 200's change is judged on its text hash. A tombstone or a failure waits the
-    long ``gone_interval``. The caller writes the columns with the completion's own UPDATE."""
-    if completion.state not in REVISITABLE:
-        return None
-    fetch = completion.fetch
-    gone = completion.reason == "gone" or completion.state == "failed"
-    new_hash = None
-    if fetch is not None and 200 <= fetch.status < 300:
-        new_hash = fetch.text_sha256 or fetch.content_sha256
-    wait, changed = policy.after_visit(
-        interval,
-        old_hash=old_hash,
-        new_hash=new_hash,
-        not_modified=completion.state == "not_modified",
-        gone=gone,
-        changefreq=changefreq,
-    )
-    if gone:
-        # Come back after gone_interval, but keep the interval learned so far: a page that
-        # failed once and then answers again resumes its own pace.
-        return interval if interval is not None else wait, now + wait, changed, GONE_HASH
-    return wait, now + wait, changed, new_hash
 
 
 def promote_due(db: sqlite3.Connection, now: float, limit: int) -> int:

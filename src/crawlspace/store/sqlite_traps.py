@@ -11,11 +11,10 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
-from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 
@@ -26,12 +25,11 @@ _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay 
 
 @dataclass(frozen=True, slots=True)
 class StoreBudgets:
-    """The discovery-ratio window and the recrawl policy (built from CrawlConfig in crawl.py)."""
+    """The discovery-ratio window and the revisit share (built from CrawlConfig in crawl.py)."""
 
     discovery_window: int = 20
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
-    revisit: RevisitPolicy = field(default_factory=RevisitPolicy)
     revisit_share: float = 0.5
 
     @classmethod
@@ -40,12 +38,6 @@ class StoreBudgets:
             discovery_window=config.discovery_window,
             discovery_trap_ratio=config.discovery_trap_ratio,
             trap_priority_penalty=config.trap_priority_penalty,
-            revisit=RevisitPolicy(
-                config.revisit_min_interval,
-                config.revisit_max_interval,
-                config.revisit_initial_interval,
-                config.revisit_gone_interval,
-            ),
             revisit_share=config.revisit_share,
         )
 
