@@ -87,6 +87,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         lost_lease_gap=config.min_delay,
         budgets=keyed_budgets(config.max_urls_per_template),
         max_pages_per_host_per_day=config.max_pages_per_host_per_day,
+        revisit_share=config.revisit_share,
     )
 
 

@@ -22,12 +22,6 @@ __all__ = ["check_shared_settings", "missing_on_shared"]
 
 # setting -> the policy it belongs to, as the refusal names it.
 UNSUPPORTED: Final[dict[str, str]] = {
-    "continuous": "recrawl",
-    "revisit_min_interval": "recrawl",
-    "revisit_max_interval": "recrawl",
-    "revisit_initial_interval": "recrawl",
-    "revisit_gone_interval": "recrawl",
-    "revisit_share": "recrawl",
     "priority_policy": "AOPIC priority",
     "aopic_tax": "AOPIC priority",
     "inlink_weight": "in-link points",

@@ -10,6 +10,7 @@ completion says it refused.
 from __future__ import annotations
 
 from crawlspace.frontier.budgets import DAY, keyed_budgets
+from crawlspace.frontier.revisit import RevisitPolicy, plan_revisit
 from crawlspace.records import Completion, FetchRecord, Lease, LeaseKind, UrlCandidate
 from crawlspace.store.base import Frontier, FrontierLimits
 from tests.conformance.conftest import LEASE_SECONDS, FrontierFactory, cand, robots_ok
@@ -128,3 +129,96 @@ def test_a_retry_does_not_spend_the_day_budget(make_frontier: FrontierFactory) -
     retry = Completion(state="queued", next_allowed_at=1.0)
     assert frontier.complete(lease, retry, 0.0)
     assert frontier.next_ready_at() == 1.0
+
+
+def revisited(lease: Lease, now: float, text: str, etag: str | None = None) -> Completion:
+    """A 200 whose text hashes to ``text``, planned by the crawl's revisit policy."""
+    fetch = FetchRecord(
+        lease.url, lease.url, 200, now, 5.0, "text/html", 100, False, None, None, None, None,
+        text_sha256=text,
+    )  # fmt: skip
+    completion = Completion(state="fetched", fetch=fetch, next_allowed_at=now + 1.0, etag=etag)
+    completion.revisit = plan_revisit(lease, completion, now, REVISITS)
+    return completion
+
+
+def not_modified(lease: Lease, now: float) -> Completion:
+    fetch = FetchRecord(
+        lease.url, lease.url, 304, now, 5.0, None, 0, False, None, None, None, None
+    )  # fmt: skip
+    completion = Completion(state="not_modified", fetch=fetch, next_allowed_at=now + 1.0)
+    completion.revisit = plan_revisit(lease, completion, now, REVISITS)
+    return completion
+
+
+REVISITS = RevisitPolicy(min_interval=10.0, max_interval=1000.0, initial_interval=100.0)
+
+
+def test_a_fetched_url_is_visited_again_when_its_plan_says(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand(HOST, "/news")], 0.0)
+    open_host(frontier, 0.0)
+    (first,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    assert (first.version, first.revisit_interval, first.content_hash) == (1, None, None)
+    assert frontier.complete(first, revisited(first, 0.0, "v1", etag='"e1"'), 0.0)
+    assert frontier.next_due_at() == 100.0
+    assert frontier.promote_due(99.0) == 0
+    assert frontier.lease(99.0, 1, LEASE_SECONDS) == []
+    assert frontier.promote_due(100.0) == 1
+    assert frontier.promote_due(100.0) == 0  # once
+    assert frontier.next_due_at() is None
+    (second,) = frontier.lease(100.0, 1, LEASE_SECONDS)
+    # A new visit of the same URL, carrying what the conditional GET and the plan need.
+    assert (second.url, second.url_id, second.version) == (first.url, first.url_id, 2)
+    assert (second.attempt, second.etag) == (1, '"e1"')
+    assert (second.revisit_interval, second.content_hash) == (100.0, "v1")
+    assert not frontier.complete(first, revisited(first, 100.0, "v1"), 100.0)  # fenced
+    # Unchanged (304): the interval doubles; changed: it halves (frontier/revisit.py).
+    assert frontier.complete(second, not_modified(second, 100.0), 100.0)
+    assert frontier.next_due_at() == 300.0
+    frontier.promote_due(300.0)
+    (third,) = frontier.lease(300.0, 1, LEASE_SECONDS)
+    assert (third.version, third.revisit_interval, third.content_hash) == (3, 200.0, "v1")
+    assert frontier.complete(third, revisited(third, 300.0, "v2"), 300.0)
+    assert frontier.next_due_at() == 400.0
+
+
+def test_revisits_and_new_urls_share_a_host(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits(revisit_share=0.5))
+    frontier.add([cand(HOST, f"/old{i}") for i in range(4)], 0.0)
+    open_host(frontier, 0.0)
+    now = 0.0
+    for _ in range(4):
+        (lease,) = frontier.lease(now, 1, LEASE_SECONDS)
+        assert frontier.complete(lease, revisited(lease, now, "x"), now)
+        now += 1.0
+    frontier.add([cand(HOST, f"/new{i}") for i in range(4)], now)
+    assert frontier.promote_due(200.0) == 4
+    order = []
+    for step in range(8):
+        (lease,) = frontier.lease(200.0 + step, 1, LEASE_SECONDS)
+        order.append("r" if lease.version == 2 else "n")
+        assert frontier.complete(lease, revisited(lease, 200.0 + step, "x"), 200.0 + step)
+    assert order == ["r", "n", "r", "n", "r", "n", "r", "n"]
+
+
+def test_only_finished_visits_are_revisited(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand(HOST, "/a"), cand(HOST, "/moved"), cand(HOST, "/private")], 0.0)
+    open_host(frontier, 0.0)
+    endings = {
+        "/a": lambda lease, now: revisited(lease, now, "a"),
+        "/moved": lambda lease, now: Completion("redirected", next_allowed_at=now + 1.0),
+        "/private": lambda lease, now: Completion("excluded", reason="robots"),
+    }
+    now = 0.0
+    for _ in range(3):
+        (lease,) = frontier.lease(now, 1, LEASE_SECONDS)
+        path = lease.url.removeprefix(HOST)
+        completion = endings[path](lease, now)
+        completion.revisit = completion.revisit or plan_revisit(lease, completion, now, REVISITS)
+        assert frontier.complete(lease, completion, now)
+        now += 1.0
+    assert frontier.promote_due(10_000.0) == 1
+    (lease,) = frontier.lease(10_000.0, 1, LEASE_SECONDS)
+    assert lease.url == f"{HOST}/a"

@@ -218,10 +218,10 @@ def test_stats_of_a_crawl_in_a_directory_named_with_uri_characters(
 @pytest.mark.parametrize(
     ("settings", "flags", "named"),
     [
-        ("", ["--continuous"], ["continuous"]),
+        ("", ["--max-pages", "5"], ["max_pages"]),
         ('priority_policy = "aopic"\ninlink_cap = 3', [], ["priority_policy", "inlink_cap"]),
         ("near_duplicate_bits = 5\ndiscovery_window = 7", [], ["near_duplicate_bits"]),
-        ("revisit_share = 0.9", ["--max-bytes", "1000"], ["revisit_share", "max_bytes"]),
+        ("trap_priority_penalty = 7", ["--max-bytes", "1000"], ["trap_priority", "max_bytes"]),
     ],
 )
 def test_a_worker_refuses_settings_a_shared_frontier_would_ignore(

@@ -5,14 +5,24 @@ changes is downloaded again, and every visit is a new version with its own event
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.export import iter_records
 from crawlspace.report import crawl_stats, open_crawl_db
+from crawlspace.store.redis_frontier import RedisFrontier, connect
+from tests.integration.test_crawl_politeness import assert_polite
+from tests.integration.test_redis_workers import cli
+from tests.redis_servers import RedisDeployment, start_cluster
 
 STATIC = ["/a.html", "/b.html", "/c.html"]
 LAST_MODIFIED = "Wed, 01 Jan 2025 00:00:00 GMT"
@@ -47,6 +57,26 @@ def build_site(news: ChangingPage) -> Site:
     return Site("site", routes, news)
 
 
+def assert_revalidated(log: list[Any]) -> None:
+    """From the server's side: unchanged pages were downloaded once and then revalidated with
+    the right conditional header; the changing page was downloaded every time, more often."""
+    for path in STATIC:
+        hits = [r for r in log if r.path_qs == path]
+        assert len(hits) >= 3, path  # first fetch plus at least two revisits
+        assert [r.status for r in hits].count(200) == 1, path  # one body, then 304s only
+        for revisit in hits[1:]:
+            assert revisit.status == 304
+            if path == "/b.html":
+                assert revisit.headers["if-modified-since"] == LAST_MODIFIED
+            else:
+                assert revisit.headers["if-none-match"].startswith('"s')
+    news_hits = [r for r in log if r.path_qs == "/news.html"]
+    assert len(news_hits) >= 3
+    assert all(r.status == 200 for r in news_hits)  # changed every time: always a body
+    # The changing page is revisited more often than the unchanged ones (interval halves).
+    assert len(news_hits) > max(len([r for r in log if r.path_qs == p]) for p in STATIC)
+
+
 def test_continuous_recrawl_revalidates_unchanged_pages(tmp_path: Path) -> None:
     out = tmp_path / "out"
     news = ChangingPage()
@@ -70,21 +100,7 @@ def test_continuous_recrawl_revalidates_unchanged_pages(tmp_path: Path) -> None:
             crawler.close()
         farm.wait_idle()
         log = farm.requests_for("site")
-    for path in STATIC:
-        hits = [r for r in log if r.path_qs == path]
-        assert len(hits) >= 3, path  # first fetch plus at least two revisits
-        assert [r.status for r in hits].count(200) == 1, path  # one body, then 304s only
-        for revisit in hits[1:]:
-            assert revisit.status == 304
-            if path == "/b.html":
-                assert revisit.headers["if-modified-since"] == LAST_MODIFIED
-            else:
-                assert revisit.headers["if-none-match"].startswith('"s')
-    news_hits = [r for r in log if r.path_qs == "/news.html"]
-    assert len(news_hits) >= 3
-    assert all(r.status == 200 for r in news_hits)  # changed every time: always a body
-    # The changing page is revisited more often than the unchanged ones (interval halves).
-    assert len(news_hits) > max(len([r for r in log if r.path_qs == p]) for p in STATIC)
+    assert_revalidated(log)
 
     # Events: one per (url, version); revisits of unchanged pages are not_modified.
     db = open_crawl_db(out)
@@ -187,3 +203,50 @@ def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
     finally:
         db.close()
     assert [(e["version"], e["state"]) for e in events][:2] == [(1, "failed"), (2, "fetched")]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
+    deployment = start_cluster(tmp_path_factory.mktemp("cluster"), masters=3)
+    yield deployment
+    deployment.stop()
+
+
+def test_workers_on_a_cluster_revalidate_unchanged_pages_too(
+    tmp_path: Path, cluster: RedisDeployment
+) -> None:
+    """The same recrawl, by two `crawlspace worker --continuous` processes sharing a 3-master
+    Redis Cluster: the plan travels with the lease, the due set lives in each bucket."""
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        "[crawl]\nallow_nets = ['127.0.0.0/8']\nmin_delay = 0.01\ndelay_factor = 0.0\n"
+        "continuous = true\nduration = 5.0\nrevisit_min_interval = 0.3\n"
+        "revisit_max_interval = 1.2\nrevisit_initial_interval = 0.3\n"
+    )
+    news = ChangingPage()
+    shared = ["--frontier", cluster.url, "--namespace", "recrawl", "--buckets", "16"]
+    with WebFarm({"site": build_site(news)}) as farm:
+        seed = [*cli("seed", *shared), "--config", str(config), "-q", farm.url("site", "/")]
+        subprocess.run(seed, check=True, timeout=60)
+        workers = [
+            subprocess.Popen(
+                [*cli("worker", *shared), "--config", str(config), "--out", str(tmp_path / w)],
+                stdout=subprocess.DEVNULL,
+            )
+            for w in ("w1", "w2")
+        ]
+        for worker in workers:
+            assert worker.wait(timeout=60) == 0
+        farm.wait_idle()
+        log = farm.requests_for("site")
+    assert_polite(log, 0.01)
+    assert_revalidated(log)
+    frontier = RedisFrontier(connect(cluster.url), namespace="recrawl", buckets=16, epoch=0)
+    try:
+        events = frontier.completion_events()
+    finally:
+        frontier.close()
+    per_visit = Counter((e["id"], e["version"]) for e in events)
+    assert max(per_visit.values()) == 1  # one event per (url, version)
+    assert max(int(e["version"]) for e in events) >= 3
+    assert "not_modified" in {e["state"] for e in events}

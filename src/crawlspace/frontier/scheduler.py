@@ -16,11 +16,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
-from crawlspace.frontier.states import UrlState, check_transition
-from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.frontier.states import REVISITABLE, UrlState, check_revisit, check_transition
+from crawlspace.records import (
+    Completion,
+    Lease,
+    LeaseKind,
+    RevisitPlan,
+    RobotsRecord,
+    UrlCandidate,
+)
 from crawlspace.store.base import AddResult, FrontierLimits
 
 _NEVER = float("-inf")
+# Promoted revisits sit this far below new URLs in a host's queue (as in every store).
+REVISIT_BAND = 1 << 40
 _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 _BUDGET_HOST = "budget_host"
 # Rebuild a lazily-deleted heap once it holds this many times more entries than live ones.
@@ -48,6 +57,11 @@ class _Url:
     lease_id: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+    changefreq: str | None = None
+    # Recrawl state (frontier/revisit.py): written from a completion's plan, read by the lease.
+    revisit_interval: float | None = None
+    content_hash: str | None = None
+    next_fetch_at: float | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -57,6 +71,8 @@ class _Host:
     in_flight: int = 0
     admitted: int = 0
     queue: list[tuple[int, int, int]] = field(default_factory=list)  # (priority, seq, url_id)
+    revisits: list[tuple[int, int, int]] = field(default_factory=list)  # the revisit band
+    band_tally: list[int] = field(default_factory=lambda: [0, 0])  # contested: revisits, new
     robots: RobotsRecord | None = None
     robots_lease_id: str | None = None
     heap_seq: int = -1  # seq of this host's live ready-heap entry; -1 when it has none
@@ -94,6 +110,7 @@ class Scheduler:
         self._ready: list[tuple[float, int, _Host]] = []
         self._active: dict[str, _Active] = {}
         self._expiry: list[tuple[float, int, str]] = []
+        self._due: list[tuple[float, int, int]] = []  # (next_fetch_at, seq, url_id), lazy
         self._seq = itertools.count()
         self._lease_ids = itertools.count(1)
         self._queued = 0
@@ -146,13 +163,15 @@ class Scheduler:
             priority=cand.priority,
             redirect_hops=cand.redirect_hops,
             state=state,
+            changefreq=cand.changefreq,
         )
         self._by_id.append(url)
         self._urls[cand.url] = url
         return url
 
     def _enqueue(self, host: _Host, url: _Url) -> None:
-        heapq.heappush(host.queue, (url.priority, next(self._seq), url.url_id))
+        band = host.revisits if url.priority < 0 else host.queue
+        heapq.heappush(band, (url.priority, next(self._seq), url.url_id))
         self._queued += 1
 
     # --------------------------------------------------------------------------------- leasing
@@ -195,7 +214,7 @@ class Scheduler:
                 redirect_hops=0,
                 expires_at=expires_at,
             )
-        url = self._by_id[heapq.heappop(host.queue)[2]]
+        url = self._by_id[heapq.heappop(self._band(host))[2]]
         assert url is not None, "host queue holds an unknown url_id"
         check_transition(url.state, UrlState.LEASED)  # the queue must hold only queued URLs
         self._queued -= 1
@@ -217,12 +236,25 @@ class Scheduler:
             etag=url.etag,
             last_modified=url.last_modified,
             crawl_delay=None,
+            revisit_interval=url.revisit_interval,
+            content_hash=url.content_hash,
+            changefreq=url.changefreq,
         )
+
+    def _band(self, host: _Host) -> list[tuple[int, int, int]]:
+        """The queue band the next lease takes: when both have URLs, about ``revisit_share`` of
+        the contested leases go to revisits (a deficit count per host)."""
+        if not (host.revisits and host.queue):
+            return host.revisits or host.queue
+        tally = host.band_tally
+        take_revisit = tally[0] < self._limits.revisit_share * (tally[0] + tally[1] + 1)
+        tally[0 if take_revisit else 1] += 1
+        return host.revisits if take_revisit else host.queue
 
     def _reschedule(self, host: _Host) -> None:
         """Give ``host`` exactly one live ready-heap entry if it can take a lease, else none."""
         leasable = (
-            bool(host.queue)
+            bool(host.queue or host.revisits)
             and host.in_flight < self._limits.max_in_flight_per_host
             and host.robots_lease_id is None
         )
@@ -292,8 +324,11 @@ class Scheduler:
             url.last_modified = completion.last_modified
         if url.state is UrlState.QUEUED:
             self._enqueue(active.host, url)  # a retry keeps its attempt count
-        elif completion.fetch is not None:
-            self._count_day(active.host, now, completion.rejections)
+        else:
+            if completion.fetch is not None:
+                self._count_day(active.host, now, completion.rejections)
+            if completion.revisit is not None:
+                self._schedule(url, completion.revisit)
         self._move_clock(active.host, completion.next_allowed_at)
         self._reschedule(active.host)
         if completion.discovered:
@@ -301,6 +336,49 @@ class Scheduler:
             for reason, n in result.rejected.items():
                 completion.rejections[reason] = completion.rejections.get(reason, 0) + n
         return True
+
+    def _schedule(self, url: _Url, plan: RevisitPlan) -> None:
+        url.revisit_interval = plan.interval
+        url.next_fetch_at = plan.next_fetch_at
+        if plan.content_hash is not None:
+            url.content_hash = plan.content_hash
+        heapq.heappush(self._due, (plan.next_fetch_at, next(self._seq), url.url_id))
+
+    def promote_due(self, now: float, limit: int = 1000) -> int:
+        """Recrawl: queue up to ``limit`` due URLs again, earliest first, each as a new visit
+        (version bumped, attempts from zero) in its host's revisit band."""
+        promoted = 0
+        due = self._due
+        while due and due[0][0] <= now and promoted < limit:
+            at, _, url_id = heapq.heappop(due)
+            url = self._by_id[url_id]
+            if url is None or url.next_fetch_at != at:
+                continue  # rescheduled since: a stale entry
+            url.next_fetch_at = None
+            if url.state.value not in REVISITABLE:
+                continue
+            check_revisit(url.state.value)
+            url.state = UrlState.QUEUED
+            url.reason = None
+            url.version += 1
+            url.attempts = 0
+            base = url.priority + REVISIT_BAND if url.priority < 0 else url.priority
+            url.priority = base - REVISIT_BAND
+            host = self._hosts[url.host_key]
+            self._enqueue(host, url)
+            self._reschedule(host)
+            promoted += 1
+        return promoted
+
+    def next_due_at(self) -> float | None:
+        due = self._due
+        while due:
+            at, _, url_id = due[0]
+            url = self._by_id[url_id]
+            if url is not None and url.next_fetch_at == at:
+                return at
+            heapq.heappop(due)
+        return None
 
     def _count_day(self, host: _Host, now: float, rejections: dict[str, int]) -> None:
         """The per-day page budget: at the cap the host waits for the next UTC day."""

@@ -28,6 +28,9 @@ class FrontierLimits:
     # the cap the host waits for the next day, counted once as rejected.budget_host_day).
     budgets: tuple[KeyedBudget, ...] = ()
     max_pages_per_host_per_day: int | None = None
+    # Recrawl: when a host has both due revisits and new URLs queued, about this share of its
+    # leases go to revisits (the rest to new URLs), so neither starves the other.
+    revisit_share: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,15 @@ class Frontier(Protocol):
         ...
 
     def robots(self, host_key: str) -> RobotsRecord | None: ...
+
+    def promote_due(self, now: float, limit: int = 1000) -> int:
+        """Recrawl: queue again up to ``limit`` URLs whose revisit plan made them due by ``now``,
+        each as a new visit (version + 1) in its host's revisit band."""
+        ...
+
+    def next_due_at(self) -> float | None:
+        """The earliest time a planned revisit falls due, or None."""
+        ...
 
 
 class Store(Frontier, Protocol):

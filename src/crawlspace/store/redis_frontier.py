@@ -60,7 +60,7 @@ from crawlspace.store.redis_wait import ReplicationBarrier
 
 DEFAULT_BUCKETS = 1024
 _ADD_CHUNK = 500  # candidates per add script: keeps each script call short (Redis is one thread)
-_LEASE_FIELDS = 14
+_LEASE_FIELDS = 17
 # Errors a failover, a restart or a moving slot produce; the operation is retried.
 _TRANSIENT: tuple[type[Exception], ...] = (
     redis.exceptions.ConnectionError,
@@ -70,7 +70,19 @@ _TRANSIENT: tuple[type[Exception], ...] = (
 )
 _RERUN: tuple[type[Exception], ...] = (*_TRANSIENT, redis.exceptions.NoScriptError)
 _T = TypeVar("_T")
-_SCRIPTS = ("add", "lease", "complete", "complete_robots", "release", "expire", "index", "peek")
+_SCRIPTS = (
+    "add",
+    "lease",
+    "complete",
+    "complete_robots",
+    "release",
+    "expire",
+    "index",
+    "peek",
+    "promote",
+)
+# Promoted revisits sit this far below new URLs in a host queue (as in the SQLite store).
+_REVISIT_BAND = 1 << 40
 _READ_SCRIPTS = ("count_urls", "read_urls")  # for store/redis_views.py
 
 
@@ -92,6 +104,14 @@ def connect(url: str) -> Any:
 def _num(value: float) -> str:
     """Shortest exact decimal form of a float (repr round-trips), which Redis parses as a score."""
     return repr(float(value))
+
+
+def _revisit_args(completion: Completion) -> tuple[str, str, int, str]:
+    """The completion's revisit plan (frontier/revisit.py) as complete.lua reads it."""
+    plan = completion.revisit
+    if plan is None or completion.state == "queued":
+        return "", "", 0, ""
+    return _num(plan.interval), _num(plan.next_fetch_at), int(plan.changed), plan.content_hash or ""
 
 
 class RedisFrontier:
@@ -251,6 +271,7 @@ class RedisFrontier:
                     cand.priority,
                     cand.redirect_hops,
                     cand.source,
+                    cand.changefreq or "",
                     *(budget.key_of(cand.url) for budget in budgets),
                 )
             )
@@ -261,7 +282,7 @@ class RedisFrontier:
         head = (_num(now), -1 if cap is None else cap, self.limits.max_in_flight_per_host)
         budget_args = [arg for budget in budgets for arg in (budget.reason, budget.cap)]
         calls: list[tuple[int, Sequence[object]]] = []
-        width = 6 + len(budgets)
+        width = 7 + len(budgets)
         for bucket, fields in by_bucket.items():
             step = width * _ADD_CHUNK
             for i in range(0, len(fields), step):
@@ -297,8 +318,8 @@ class RedisFrontier:
         if not buckets:
             return {}
         peeks = self.index.peek(buckets, at)
-        self.index.apply({b: p[:3] for b, p in zip(buckets, peeks, strict=True) if p[3] == 0})
-        return {b: p[3] for b, p in zip(buckets, peeks, strict=True) if p[3] > 0}
+        self.index.apply({b: p[:4] for b, p in zip(buckets, peeks, strict=True) if p[4] == 0})
+        return {b: p[4] for b, p in zip(buckets, peeks, strict=True) if p[4] > 0}
 
     def ready_hosts(self, now: float) -> int:
         return sum(self._ready_counts(now, self.buckets).values())
@@ -316,7 +337,7 @@ class RedisFrontier:
                 break
             # One lease per ready host in a pass; a host with spare tokens waits its turn.
             take = min(count, remaining)
-            calls.append((bucket, (_num(now), take, *head, bucket)))
+            calls.append((bucket, (_num(now), take, *head, bucket, self.limits.revisit_share)))
             remaining -= take
         if not calls:
             return []
@@ -376,6 +397,9 @@ class RedisFrontier:
             host_backoff=int(f[12]),
             host_failures=int(f[13]),
             source=src,
+            revisit_interval=float(f[14]) if f[14] else None,
+            content_hash=f[15] or None,
+            changefreq=f[16] or None,
         )
 
     def _url_id(self, url_id: int) -> str:
@@ -416,6 +440,7 @@ class RedisFrontier:
             day if day_cap else "",
             day_cap or "",
             _num(next_day),
+            *_revisit_args(completion),
             retried=retried,
         )
         done = int(reply[0])
@@ -490,6 +515,19 @@ class RedisFrontier:
         replies = self.run_many("expire", calls)
         return sum(int(n) for n in self.index.apply_replies(buckets, replies))
 
+    def promote_due(self, now: float, limit: int = 1000) -> int:
+        """Recrawl: queue again up to ``limit`` due URLs in each bucket the index says has some."""
+        at = _num(now)
+        buckets = self.index.buckets_before("due", at)
+        if not buckets:
+            return 0
+        args = (at, limit, self.limits.max_in_flight_per_host, _REVISIT_BAND)
+        replies = self.run_many("promote", [(b, args) for b in buckets])
+        return sum(int(n) for n in self.index.apply_replies(buckets, replies))
+
+    def next_due_at(self) -> float | None:
+        return self.index.first("due")
+
     def next_ready_at(self) -> float | None:
         ready = self.index.first("ready")
         if ready is not None or self.index.first("leases") is not None:
@@ -497,7 +535,7 @@ class RedisFrontier:
         # The index says the crawl is over: make sure with a full read (and repair the index)
         # before a worker stops on it. Reached once per worker at the end of a crawl.
         peeks = self.index.resync(range(self.buckets), "-inf")
-        return min((float(r) for _, r, _, _ in peeks if r), default=None)
+        return min((float(p[1]) for p in peeks if p[1]), default=None)
 
     def earliest_lease_expiry(self) -> float | None:
         return self.index.first("leases")

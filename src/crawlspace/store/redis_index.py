@@ -1,9 +1,10 @@
 """The crawl-wide bucket index: which buckets may have work, without reading every bucket.
 
-Three keys under their own hash tag ``{ns:idx}`` (one slot, never touched by a bucket script):
+Four keys under their own hash tag ``{ns:idx}`` (one slot, never touched by a bucket script):
 
     {ns:idx}:ready   zset   bucket -> its earliest ready time (the first score of {ns:bN}:ready)
     {ns:idx}:leases  zset   bucket -> its earliest lease expiry (the first score of {ns:bN}:leases)
+    {ns:idx}:due     zset   bucket -> its earliest due revisit (the first score of {ns:bN}:due)
     {ns:idx}:ver     hash   bucket -> version of the marks above
 
 A bucket script cannot write here (another slot: CROSSSLOT on a cluster), so every write script
@@ -31,15 +32,19 @@ if TYPE_CHECKING:
 
 # Buckets re-read per sweep step: one pipelined call, whatever the bucket count.
 SWEEP_CHUNK = 32
-# bucket -> (version, ready mark, lease mark), marks as Redis formats scores, '' for none.
-Marks = dict[int, tuple[int, str, str]]
+# bucket -> (version, ready mark, lease mark, due mark), marks as Redis formats scores, '' for
+# none.
+Mark = tuple[int, str, str, str]
+Marks = dict[int, Mark]
+# A peek: the bucket's marks and its number of hosts ready now.
+Peek = tuple[int, str, str, str, int]
 
 
-def parse_update(reply: Sequence[Any]) -> tuple[int, str, str] | None:
-    """A script's ``index_update`` reply: {} (marks unchanged) or {version, ready, lease}."""
+def parse_update(reply: Sequence[Any]) -> Mark | None:
+    """A script's ``index_update`` reply: {} (marks unchanged) or {version, ready, lease, due}."""
     if not reply:
         return None
-    return int(reply[0]), str(reply[1]), str(reply[2])
+    return int(reply[0]), str(reply[1]), str(reply[2]), str(reply[3])
 
 
 class BucketIndex:
@@ -60,8 +65,8 @@ class BucketIndex:
         if not marks:
             return
         args: list[object] = [self.prefix, int(forced)]
-        for bucket, (version, ready, lease) in marks.items():
-            args += [bucket, version, ready, lease]
+        for bucket, (version, ready, lease, due) in marks.items():
+            args += [bucket, version, ready, lease, due]
         self._f.run_key("index", self.prefix + "ver", args)
 
     def apply_replies(self, buckets: Iterable[int], replies: Iterable[Sequence[Any]]) -> list[Any]:
@@ -86,30 +91,34 @@ class BucketIndex:
         return [int(b) for b in found]
 
     def due_lease_buckets(self, at: str) -> list[int]:
-        key = self.prefix + "leases"
+        return self.buckets_before("leases", at)
+
+    def buckets_before(self, which: str, at: str) -> list[int]:
+        """The buckets whose mark of ``which`` ("leases", "due") is <= ``at``."""
+        key = self.prefix + which
         found = self._f.retrying(lambda: self._f.client.zrangebyscore(key, "-inf", at))
         return [int(b) for b in found]
 
     def first(self, which: str) -> float | None:
-        """The earliest mark of ``which`` ("ready" or "leases") over all buckets, or None."""
+        """The earliest mark of ``which`` ("ready", "leases", "due") over all buckets, or None."""
         key = self.prefix + which
         first = self._f.retrying(lambda: self._f.client.zrange(key, 0, 0, withscores=True))
         return float(first[0][1]) if first else None
 
-    def peek(self, buckets: Sequence[int], at: str) -> list[tuple[int, str, str, int]]:
-        """Each bucket's (version, ready mark, lease mark, hosts ready at ``at``), each read
-        atomically."""
+    def peek(self, buckets: Sequence[int], at: str) -> list[Peek]:
+        """Each bucket's (version, ready mark, lease mark, due mark, hosts ready at ``at``), each
+        read atomically."""
         replies = self._f.run_many("peek", [(b, (at,)) for b in buckets])
-        return [(int(v), str(r), str(lm), int(n)) for v, r, lm, n in replies]
+        return [(int(v), str(r), str(lm), str(d), int(n)) for v, r, lm, d, n in replies]
 
     # -- repairs ----------------------------------------------------------------------------
 
-    def resync(self, buckets: Sequence[int], at: str) -> list[tuple[int, str, str, int]]:
+    def resync(self, buckets: Sequence[int], at: str) -> list[Peek]:
         """Re-read ``buckets`` and write their marks whatever the versions in place: this repairs
         a mark that a lost update left behind or a failover rolled back (a newer update racing
         with this write can be undone by it; the next sweep repairs that too)."""
         peeks = self.peek(buckets, at)
-        self.apply({b: p[:3] for b, p in zip(buckets, peeks, strict=True)}, forced=True)
+        self.apply({b: p[:4] for b, p in zip(buckets, peeks, strict=True)}, forced=True)
         return peeks
 
     def sweep(self, now: float, at: str) -> None:

@@ -78,6 +78,12 @@ class SharedStore(SqliteStore):
     def in_flight(self) -> int:
         return self.frontier.in_flight()
 
+    def promote_due(self, now: float, limit: int = 1000) -> int:
+        return self.frontier.promote_due(now, limit)
+
+    def next_due_at(self) -> float | None:
+        return self.frontier.next_due_at()
+
     def robots(self, host_key: str) -> RobotsRecord | None:
         return self.frontier.robots(host_key)
 

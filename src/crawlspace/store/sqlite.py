@@ -227,7 +227,7 @@ class SqliteStore:
                 limit,
                 now + lease_seconds,
                 new_id=self._new_lease_id,
-                revisits=(self.budgets.revisit_share, self._band_tally)
+                revisits=(self.limits.revisit_share, self._band_tally)
                 if self._revisits_possible
                 else None,
             )

@@ -25,12 +25,11 @@ _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay 
 
 @dataclass(frozen=True, slots=True)
 class StoreBudgets:
-    """The discovery-ratio window and the revisit share (built from CrawlConfig in crawl.py)."""
+    """The discovery-ratio window (built from CrawlConfig in crawl.py)."""
 
     discovery_window: int = 20
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
-    revisit_share: float = 0.5
 
     @classmethod
     def from_config(cls, config: Any) -> StoreBudgets:
@@ -38,7 +37,6 @@ class StoreBudgets:
             discovery_window=config.discovery_window,
             discovery_trap_ratio=config.discovery_trap_ratio,
             trap_priority_penalty=config.trap_priority_penalty,
-            revisit_share=config.revisit_share,
         )
 
 

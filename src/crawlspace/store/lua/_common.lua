@@ -8,6 +8,7 @@ local P = ARGV[1]
 local ST = KEYS[1]
 local READY = P .. 'ready'
 local LEASES = P .. 'leases'
+local DUE = P .. 'due'
 
 local function hkey(host) return P .. 'h:' .. host end
 local function qkey(host) return P .. 'q:' .. host end
@@ -67,18 +68,21 @@ local function give_back_robots(host, lid, max_in_flight)
   resched(host, max_in_flight)
 end
 
--- This bucket's marks in the crawl-wide index (store/redis_index.py): its earliest ready time
--- and its earliest lease expiry, '' for none. Scores come back as Redis formats them (exact).
+-- This bucket's marks in the crawl-wide index (store/redis_index.py): its earliest ready time,
+-- its earliest lease expiry and its earliest due revisit, '' for none. Scores come back as
+-- Redis formats them (exact).
 local function marks()
   local r = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
   local l = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
-  return {r[2] or '', l[2] or ''}
+  local d = redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES')
+  return {r[2] or '', l[2] or '', d[2] or ''}
 end
 
--- {version, ready mark, lease mark} for the client to copy into the index, or {} if the marks are
--- as `before` (nil: always). The version orders replies that reach the index out of order.
+-- {version, ready mark, lease mark, due mark} for the client to copy into the index, or {} if
+-- the marks are as `before` (nil: always). The version orders replies that reach the index out
+-- of order.
 local function index_update(before)
   local m = marks()
-  if before and m[1] == before[1] and m[2] == before[2] then return {} end
-  return {redis.call('HINCRBY', ST, 'iver', 1), m[1], m[2]}
+  if before and m[1] == before[1] and m[2] == before[2] and m[3] == before[3] then return {} end
+  return {redis.call('HINCRBY', ST, 'iver', 1), m[1], m[2], m[3]}
 end

@@ -1,6 +1,7 @@
 -- Enqueue-if-new for one bucket. ARGV: prefix, now, cap (-1: no per-host budget), max_in_flight,
--- bucket, buckets, nb (keyed budgets), then nb pairs (reason, cap), then 6 + nb fields per
--- candidate: url, host, depth, priority, hops, source, and its key under each keyed budget.
+-- bucket, buckets, nb (keyed budgets), then nb pairs (reason, cap), then 7 + nb fields per
+-- candidate: url, host, depth, priority, hops, source, sitemap changefreq ('' none), and its key
+-- under each keyed budget.
 -- Returns {index update (_common.lua), {added, seen, rejected by the per-host cap, rejected by
 -- each keyed budget...}}.
 -- The bucket's seen hash (url -> id) is the exact seen set: a URL is admitted at most once.
@@ -19,7 +20,7 @@ for b = 1, nb do
   caps[b] = tonumber(ARGV[7 + 2 * b])
 end
 local first = 8 + 2 * nb
-local width = 6 + nb
+local width = 7 + nb
 local SEEN = P .. 'seen'
 local before = marks()
 local useq = tonumber(redis.call('HGET', ST, 'useq') or '0')
@@ -44,7 +45,7 @@ end
 local function refusal(host, i)
   if cap >= 0 and admitted[host] >= cap then return 1 end
   for b = 1, nb do
-    if count(host, ARGV[i + 5 + b]) >= caps[b] then return b + 1 end
+    if count(host, ARGV[i + 6 + b]) >= caps[b] then return b + 1 end
   end
   return nil
 end
@@ -65,13 +66,14 @@ for i = first, #ARGV, width do
     redis.call('HSET', ukey(id), 'url', url, 'host', host, 'depth', ARGV[i + 2],
       'prio', ARGV[i + 3], 'hops', ARGV[i + 4], 'src', ARGV[i + 5],
       'state', refused and 'excluded' or 'queued', 'version', '1')
+    if ARGV[i + 6] ~= '' then redis.call('HSET', ukey(id), 'cf', ARGV[i + 6]) end
     if refused then
       -- Remembered, so the link seen again later counts as seen, not as a new rejection.
       redis.call('HSET', ukey(id), 'reason', refused == 1 and 'budget_host' or reasons[refused - 1])
       rejected[refused] = rejected[refused] + 1
     else
       for b = 1, nb do
-        local key = ARGV[i + 5 + b]
+        local key = ARGV[i + 6 + b]
         counts[host][key] = counts[host][key] + 1
         dirty[host] = dirty[host] or {}
         dirty[host][key] = true

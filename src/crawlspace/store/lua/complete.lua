@@ -4,7 +4,10 @@
 -- ARGV: prefix, id, lease id, version, epoch, state, reason, next_allowed_at ('' none), etag,
 -- last_modified, max_in_flight, fetched (0/1), stream maxlen, now, host backoff level and
 -- failure streak ('' for unchanged; frontier/backoff.py), then the per-day page budget: today's
--- number ('' off), its cap and when the next day starts (frontier/budgets.py day_budget).
+-- number ('' off), its cap and when the next day starts (frontier/budgets.py day_budget), then
+-- the revisit plan (frontier/revisit.py plan_revisit): interval, next fetch time ('' for none),
+-- changed (0/1) and content hash ('' keeps the stored one). A planned URL joins the bucket's
+-- due set, from which promote.lua queues it again.
 -- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget}}:
 -- status 1 done, 0 stale, 2 this very lease was completed already (the caller's retry after a
 -- lost reply tells it from a duplicate call), -1 illegal transition (nothing written).
@@ -26,6 +29,12 @@ redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'e
   'at', ARGV[14])
 if ARGV[9] ~= '' then redis.call('HSET', u, 'etag', ARGV[9]) end
 if ARGV[10] ~= '' then redis.call('HSET', u, 'lm', ARGV[10]) end
+if state ~= 'queued' and ARGV[21] ~= '' then
+  redis.call('HSET', u, 'ri', ARGV[20], 'nf', ARGV[21])
+  if ARGV[22] == '1' then redis.call('HSET', u, 'lc', ARGV[14]) end
+  if ARGV[23] ~= '' then redis.call('HSET', u, 'ch', ARGV[23]) end
+  redis.call('ZADD', DUE, ARGV[21], id)
+end
 end_lease(host, 'P|' .. id .. '|' .. lid)
 if state == 'queued' then
   -- A retry keeps its attempt count and its version: versions count visits, not tries.

@@ -1,17 +1,18 @@
 -- Copy bucket marks into the crawl-wide index (store/redis_index.py). Its keys share the tag
 -- "{ns:idx}", so the prelude's names mean: ST "{ns:idx}:ver" (bucket -> version of its marks),
--- READY "{ns:idx}:ready" and LEASES "{ns:idx}:leases" (bucket -> its mark).
--- ARGV: prefix, forced ('1': a sweep's fresh reads, applied whatever their version), then 4 per
--- bucket: bucket, version, ready mark, lease mark ('' for none). An unforced mark older than the
--- one in place is dropped, so replies reaching the index out of order leave the newer marks.
+-- READY "{ns:idx}:ready", LEASES "{ns:idx}:leases" and DUE "{ns:idx}:due" (bucket -> its mark).
+-- ARGV: prefix, forced ('1': a sweep's fresh reads, applied whatever their version), then 5 per
+-- bucket: bucket, version, ready mark, lease mark, due mark ('' for none). An unforced mark older
+-- than the one in place is dropped, so replies reaching the index out of order leave the newer
+-- marks.
 -- Returns the number of buckets written.
 local forced = ARGV[2] == '1'
 local written = 0
-for i = 3, #ARGV, 4 do
+for i = 3, #ARGV, 5 do
   local b = ARGV[i]
   if forced or tonumber(ARGV[i + 1]) >= tonumber(redis.call('HGET', ST, b) or '-1') then
     redis.call('HSET', ST, b, ARGV[i + 1])
-    for j, key in ipairs({READY, LEASES}) do
+    for j, key in ipairs({READY, LEASES, DUE}) do
       local mark = ARGV[i + 1 + j]
       if mark == '' then redis.call('ZREM', key, b) else redis.call('ZADD', key, mark, b) end
     end

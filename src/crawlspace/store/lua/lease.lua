@@ -1,13 +1,40 @@
 -- Grant up to `limit` leases from this bucket's hosts whose next-allowed time is <= now.
--- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket.
--- Returns {index update (_common.lua), leases}: 14 fields per lease: kind, lease id, host, url,
+-- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket, revisit share.
+-- Returns {index update (_common.lua), leases}: 17 fields per lease: kind, lease id, host, url,
 -- id, version, attempt, depth, hops, etag, last_modified ('' for none), source, host backoff
--- level, host failure streak.
+-- level, host failure streak, and the recrawl state: revisit interval, content hash and sitemap
+-- changefreq ('' for none).
+-- A host queue holds two priority bands: promoted revisits below 0 (promote.lua), new URLs at
+-- 0 and above. When a host has both, about `revisit share` of its contested leases take a
+-- revisit (a deficit count per host: rv, nw), so neither freshness nor discovery starves.
 local now = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local expires_at, epoch = ARGV[4], ARGV[5]
 local max_in_flight = tonumber(ARGV[6])
+local share = tonumber(ARGV[8])
 local out = {}
+
+-- The host's next URL id, taken off its queue: the head, unless the head is a revisit, new URLs
+-- are queued too and the share says this lease is a new URL's. Without revisits: one ZPOPMIN.
+local function take(host)
+  local q = qkey(host)
+  local head = redis.call('ZPOPMIN', q)
+  if #head == 0 or tonumber(head[2]) >= 0 then return head[1] end
+  local new = redis.call('ZRANGEBYSCORE', q, 0, '+inf', 'LIMIT', 0, 1)
+  if #new == 0 then return head[1] end
+  local h = hkey(host)
+  local t = redis.call('HMGET', h, 'rv', 'nw')
+  local rv, nw = tonumber(t[1] or '0'), tonumber(t[2] or '0')
+  if rv < share * (rv + nw + 1) then
+    redis.call('HINCRBY', h, 'rv', 1)
+    return head[1]
+  end
+  redis.call('HINCRBY', h, 'nw', 1)
+  redis.call('ZADD', q, head[2], head[1])
+  redis.call('ZREM', q, new[1])
+  return new[1]
+end
+
 local granted = 0
 -- Bounded: every grant takes a token, and a host without a free token leaves the index.
 while granted < limit do
@@ -24,14 +51,14 @@ while granted < limit do
       redis.call('ZADD', LEASES, expires_at, 'R|' .. lid .. '|' .. host)
       redis.call('HINCRBY', h, 'inflight', 1)
       redis.call('HINCRBY', ST, 'inflight', 1)
-      for _, f in ipairs({'robots', lid, host, '', '0', '0', '1', '0', '0', '', '', 'robots', '0', '0'}) do
+      for _, f in ipairs({'robots', lid, host, '', '0', '0', '1', '0', '0', '', '', 'robots', '0',
+          '0', '', '', ''}) do
         out[#out + 1] = f
       end
       granted = granted + 1
     else
-      local popped = redis.call('ZPOPMIN', qkey(host))
-      if #popped > 0 then
-        local id = popped[1]
+      local id = take(host)
+      if id then
         local u = ukey(id)
         local attempt = redis.call('HINCRBY', u, 'attempts', 1)
         redis.call('HSET', u, 'state', 'leased', 'lease', lid, 'epoch', epoch)
@@ -39,10 +66,12 @@ while granted < limit do
         redis.call('HINCRBY', h, 'inflight', 1)
         redis.call('HINCRBY', ST, 'inflight', 1)
         redis.call('HINCRBY', ST, 'queued', -1)
-        local v = redis.call('HMGET', u, 'url', 'version', 'depth', 'hops', 'etag', 'lm', 'src')
+        local v = redis.call('HMGET', u, 'url', 'version', 'depth', 'hops', 'etag', 'lm', 'src',
+          'ri', 'ch', 'cf')
         local b = redis.call('HMGET', h, 'backoff', 'failures')
         local rec = {'page', lid, host, v[1], id, v[2], string.format('%d', attempt), v[3], v[4],
-          v[5] or '', v[6] or '', v[7], b[1] or '0', b[2] or '0'}
+          v[5] or '', v[6] or '', v[7], b[1] or '0', b[2] or '0', v[8] or '', v[9] or '',
+          v[10] or ''}
         for _, f in ipairs(rec) do out[#out + 1] = f end
         granted = granted + 1
       end

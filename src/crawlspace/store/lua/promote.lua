@@ -1,0 +1,36 @@
+-- Recrawl: queue this bucket's due URLs again, earliest due first (the SQLite store's
+-- promote_due). ARGV: prefix, now, limit, max_in_flight, revisit band.
+-- A revisit is a new visit: its version is bumped before it can be leased, so it gets its own
+-- completion event; its attempts start again; it joins its host queue in the revisit band
+-- (priority minus the band, lease.lua), remembering when it became due ('due').
+-- Only fetched, not_modified and failed URLs are revisited (frontier/states.py REVISITS); a
+-- URL in any other state (queued again meanwhile) just leaves the due set.
+-- Returns {index update (_common.lua), number queued}.
+local limit = tonumber(ARGV[3])
+local max_in_flight = tonumber(ARGV[4])
+local band = tonumber(ARGV[5])
+local revisitable = {fetched = true, not_modified = true, failed = true}
+local before = marks()
+local promoted = 0
+local hosts = {}
+local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, limit)
+for i = 1, #due, 2 do
+  local id, at = due[i], due[i + 1]
+  local u = ukey(id)
+  redis.call('ZREM', DUE, id)
+  local v = redis.call('HMGET', u, 'state', 'host', 'prio')
+  if revisitable[v[1]] then
+    local prio = tonumber(v[3])
+    if prio < 0 then prio = prio + band end
+    prio = string.format('%d', prio - band)
+    redis.call('HSET', u, 'state', 'queued', 'reason', '', 'attempts', 0, 'prio', prio,
+      'due', at, 'nf', '')
+    redis.call('HINCRBY', u, 'version', 1)
+    redis.call('ZADD', qkey(v[2]), prio, id)
+    redis.call('HINCRBY', ST, 'queued', 1)
+    hosts[v[2]] = true
+    promoted = promoted + 1
+  end
+end
+for host in pairs(hosts) do resched(host, max_in_flight) end
+return {index_update(before), promoted}
