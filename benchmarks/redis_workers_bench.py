@@ -7,7 +7,8 @@ starts a fresh redis-server on a loopback port in a temp dir (``--cluster``: a 3
 runs ``crawlspace seed`` with every host's index page, then starts N workers together. A run ends
 when every worker has exited: the frontier is drained, or the shared frontier's fetched counter
 reached ``--max-pages`` and the benchmark sent each worker SIGTERM (a graceful stop that lets
-in-flight fetches finish; ``crawlspace worker --max-pages`` caps one worker, not the crawl).
+in-flight fetches finish; kept so figures compare with runs from before ``crawlspace worker
+--max-pages`` became crawl-wide).
 
 Per run: pages = fetch rows in the workers' ``crawl.db`` files, wall = first worker started ->
 last worker exited (process start-up included), CPU and peak RSS from ``os.wait4`` per worker,
@@ -187,8 +188,8 @@ def run_once(
 ) -> RunResult:
     work.mkdir(parents=True, exist_ok=True)
     config = work / "crawl.toml"
-    # No per-worker max_pages (it counts one worker's fetches): every N stops the same way, by
-    # SIGTERM at the shared cap, and no worker can be signalled while it exits on its own.
+    # No max_pages in the workers' settings: every N stops the same way, by SIGTERM at the
+    # shared cap (as before max_pages was crawl-wide), and no worker is signalled while it exits.
     crawlspace_config(config, 0)
     frontier_opts = ["--frontier", deployment.url, "--namespace", NAMESPACE]
     frontier_opts += ["--buckets", str(args.buckets)]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace import __version__
+from crawlspace.budget import CrawlBudget
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.commit import GroupCommitter
 from crawlspace.config import CrawlConfig
@@ -165,6 +166,7 @@ class Crawler:
         self.store.ranking = Ranking(config.priority_rules())
         self._revisit = config.revisit_policy()
         self.bytes_done = 0
+        self._budget = CrawlBudget(self.store, config.max_pages, config.max_bytes)
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -328,23 +330,13 @@ class Crawler:
         config = self.config
         tasks: dict[asyncio.Task[None], Lease] = {}
         self._abandon = False
-        fetched_before = self.store.fetched_pages()
-        bytes_before = self.store.fetched_bytes() if config.max_bytes is not None else 0
         last_expire = last_promote = 0.0
         while True:
             now = self.clock.now()
             if config.duration is not None and time.monotonic() - started >= config.duration:
                 self.request_stop("duration")
-            # Counting the fetch rows is O(rows): only once this process's own count says the
-            # budget may be reached.
-            if (
-                config.max_pages is not None
-                and fetched_before + self.pages_done >= config.max_pages
-                and self.store.fetched_pages() >= config.max_pages
-            ):
-                self.request_stop("max_pages")
-            if config.max_bytes is not None and bytes_before + self.bytes_done >= config.max_bytes:
-                self.request_stop("max_bytes")  # the bandwidth budget: lease nothing more
+            if self._budget.reached is not None:
+                self.request_stop(self._budget.reached)
             if self._stop_reason is not None:
                 break
             if now - last_expire >= min(EXPIRE_EVERY, config.lease_seconds / 4):
@@ -353,10 +345,9 @@ class Crawler:
             if config.continuous and now - last_promote >= PROMOTE_EVERY:
                 self.store.promote_due(now)  # due revisits join their host queues
                 last_promote = now
-            free = config.concurrency - len(tasks)
-            if config.max_pages is not None:
-                free = min(free, config.max_pages - fetched_before - self.pages_done - len(tasks))
+            free = self._budget.reserve(config.concurrency - len(tasks))
             leases = self.store.lease(now, free, config.lease_seconds) if free > 0 else []
+            self._budget.granted(leases, free)
             for lease in leases:
                 task = asyncio.create_task(self._run_lease(visitor, lease))
                 tasks[task] = lease
@@ -388,7 +379,9 @@ class Crawler:
     def _on_task_done(
         self, tasks: dict[asyncio.Task[None], Lease], task: asyncio.Task[None]
     ) -> None:
-        tasks.pop(task, None)
+        lease = tasks.pop(task, None)
+        if lease is not None:
+            self._budget.ended(lease)
         self._wake.set()
 
     async def _drain(self, tasks: dict[asyncio.Task[None], Lease]) -> None:
@@ -507,6 +500,7 @@ class Crawler:
             # response is in the WARC only): not a page done, as max_pages counts fetch rows.
             self.bytes_done += completion.fetch.bytes
             self.pages_done += completion.state != "queued"
+            self._budget.spent(lease, completion.state != "queued", completion.fetch.bytes)
             if completion.fetch.status >= 400:
                 self.errors += 1
         elif completion.state == "failed":

@@ -31,8 +31,6 @@ UNSUPPORTED: Final[dict[str, str]] = {
     "trap_priority_penalty": "the discovery ratio",
     "near_duplicate_bits": "near-duplicate detection",
     "near_duplicate_max_pages": "near-duplicate detection",
-    "max_pages": "a crawl-wide page budget",
-    "max_bytes": "a crawl-wide byte budget",
 }
 
 # Policies on by default that workers do not apply yet: the setting and value that turn the

@@ -43,7 +43,7 @@ def open_frontier(
 ) -> RedisFrontier:
     """Connect and take a fresh worker epoch (the fencing token of this process's leases)."""
     durability = durability or Durability()
-    return RedisFrontier(
+    frontier = RedisFrontier(
         connect(url),
         frontier_limits(config),
         namespace=namespace,
@@ -51,6 +51,8 @@ def open_frontier(
         wait_replicas=durability.wait_replicas,
         wait_timeout=durability.wait_timeout,
     )
+    frontier.hold_seconds = 2 * config.lease_seconds  # outlives every fetch of a live worker
+    return frontier
 
 
 def _crawler(

@@ -218,10 +218,10 @@ def test_stats_of_a_crawl_in_a_directory_named_with_uri_characters(
 @pytest.mark.parametrize(
     ("settings", "flags", "named"),
     [
-        ("", ["--max-pages", "5"], ["max_pages"]),
+        ("inlink_weight = 3", ["--max-pages", "5"], ["inlink_weight"]),
         ('priority_policy = "aopic"\ninlink_cap = 3', [], ["priority_policy", "inlink_cap"]),
         ("near_duplicate_bits = 5\ndiscovery_window = 7", [], ["near_duplicate_bits"]),
-        ("trap_priority_penalty = 7", ["--max-bytes", "1000"], ["trap_priority", "max_bytes"]),
+        ("trap_priority_penalty = 7", ["--max-bytes", "1000"], ["trap_priority_penalty"]),
     ],
 )
 def test_a_worker_refuses_settings_a_shared_frontier_would_ignore(

@@ -80,6 +80,7 @@ _SCRIPTS = (
     "index",
     "peek",
     "promote",
+    "budget",
 )
 # Promoted revisits sit this far below new URLs in a host queue (as in the SQLite store).
 _REVISIT_BAND = 1 << 40
@@ -138,6 +139,9 @@ class RedisFrontier:
         self.namespace = namespace
         self.buckets = buckets
         self._events_maxlen = events_maxlen
+        # A worker's page holds (crawlspace/budget.py) lapse this long after its last call, so a
+        # dead worker's holds return to the crawl; the crawl sets it above its lease lifetime.
+        self.hold_seconds = 300.0
         self.retry_seconds = retry_seconds
         # Replicas that must acknowledge a page's links on other shards before it completes.
         self._barrier = ReplicationBarrier(client, wait_replicas, wait_timeout)
@@ -527,6 +531,22 @@ class RedisFrontier:
 
     def next_due_at(self) -> float | None:
         return self.index.first("due")
+
+    # -- crawl-wide budgets (crawlspace/budget.py), in their own slot (lua/budget.lua) --------
+
+    def _budget(self, *args: object) -> tuple[int, int]:
+        prefix = f"{{{self.namespace}:budget}}:"
+        ttl = max(1, round(self.hold_seconds))
+        reply = self.run_key(
+            "budget", prefix + "st", (prefix, *args[:1], self.epoch, ttl, *args[1:])
+        )
+        return int(reply[0]), int(reply[1])
+
+    def reserve_pages(self, n: int, cap: int) -> tuple[int, int]:
+        return self._budget("reserve", n, cap)
+
+    def settle_pages(self, released: int, done: int, nbytes: int) -> tuple[int, int]:
+        return self._budget("settle", released, done, nbytes)
 
     def next_ready_at(self) -> float | None:
         ready = self.index.first("ready")

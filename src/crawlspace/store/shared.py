@@ -84,6 +84,12 @@ class SharedStore(SqliteStore):
     def next_due_at(self) -> float | None:
         return self.frontier.next_due_at()
 
+    def reserve_pages(self, n: int, cap: int) -> tuple[int, int]:
+        return self.frontier.reserve_pages(n, cap)
+
+    def settle_pages(self, released: int, done: int, nbytes: int) -> tuple[int, int]:
+        return self.frontier.settle_pages(released, done, nbytes)
+
     def robots(self, host_key: str) -> RobotsRecord | None:
         return self.frontier.robots(host_key)
 

@@ -105,6 +105,10 @@ class SqliteStore:
         self.budgets = sqlite_traps.StoreBudgets()
         self.ranking = sqlite_priority.Ranking()
         self._band_tally: dict[int, list[int]] = {}
+        # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.
+        self._pages_done: int | None = None
+        self._bytes_done: int | None = None
+        self._pages_held = 0
         self._lease_prefix = secrets.token_hex(6) + "-"
         self._lease_serial = 0
         # Until a revisit is queued, a host's next URL is simply the head of its queue.
@@ -505,6 +509,25 @@ class SqliteStore:
 
     def next_due_at(self) -> float | None:
         return sqlite_revisit.next_due_at(self._db)
+
+    # -- crawl-wide budgets (crawlspace/budget.py): this store has one owner, so in memory --
+
+    def reserve_pages(self, n: int, cap: int) -> tuple[int, int]:
+        if self._pages_done is None:
+            self._pages_done = self.fetched_pages()
+        granted = max(0, min(n, cap - self._pages_done - self._pages_held))
+        self._pages_held += granted
+        return granted, self._pages_done
+
+    def settle_pages(self, released: int, done: int, nbytes: int) -> tuple[int, int]:
+        if self._pages_done is None:
+            self._pages_done = self.fetched_pages()
+        if self._bytes_done is None:
+            self._bytes_done = self.fetched_bytes()
+        self._pages_held = max(0, self._pages_held - released)
+        self._pages_done += done
+        self._bytes_done += nbytes
+        return self._pages_done, self._bytes_done
 
     def fetched_bytes(self) -> int:
         row = self._db.execute("SELECT COALESCE(SUM(bytes), 0) FROM fetches").fetchone()
