@@ -125,6 +125,8 @@ class Completion:
     counters: dict[str, int] = field(default_factory=dict)
     # The next visit (terminal completions; None: never revisited), see frontier/revisit.py.
     revisit: RevisitPlan | None = None
+    # Judged an exact or near duplicate (frontier/duplicates.py): its host's count grows.
+    duplicate: bool = False
 
 
 @dataclass(frozen=True, slots=True)

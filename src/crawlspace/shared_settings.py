@@ -29,8 +29,6 @@ UNSUPPORTED: Final[dict[str, str]] = {
     "discovery_window": "the discovery ratio",
     "discovery_trap_ratio": "the discovery ratio",
     "trap_priority_penalty": "the discovery ratio",
-    "near_duplicate_bits": "near-duplicate detection",
-    "near_duplicate_max_pages": "near-duplicate detection",
 }
 
 # Policies on by default that workers do not apply yet: the setting and value that turn the
@@ -38,7 +36,6 @@ UNSUPPORTED: Final[dict[str, str]] = {
 _DEFAULT_ON: Final[tuple[tuple[str | None, object, str], ...]] = (
     ("inlink_weight", 0, "in-link points"),
     ("trap_priority_penalty", 0, "the discovery-ratio demotion"),
-    (None, None, "exact and near-duplicate detection"),
 )
 _OFF: Final = {setting: off for setting, off, _ in _DEFAULT_ON if setting is not None}
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
 from crawlspace.shared_settings import check_shared_settings, missing_on_shared
+from crawlspace.store.redis_content import RedisContentIndex
 from crawlspace.store.redis_frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.shared import SharedStore
 
@@ -70,7 +71,10 @@ def _crawler(
         frontier = open_frontier(
             config, url, namespace=namespace, buckets=buckets, durability=durability
         )
-        return SharedStore(db_path, frontier)
+        content = RedisContentIndex(
+            frontier, config.near_duplicate_bits, config.near_duplicate_max_pages
+        )
+        return SharedStore(db_path, frontier, content)
 
     return Crawler(config, out_dir, store_factory=factory)
 

@@ -7,12 +7,18 @@ import json
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.report import crawl_stats
+from crawlspace.store.redis_frontier import RedisFrontier, connect
+from tests.integration.test_redis_workers import cli
+from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import run_and_close
 
 VARIANTS = 12
@@ -126,3 +132,50 @@ def test_a_full_near_duplicate_index_stops_storing_and_says_so(tmp_path: Path) -
     assert dedup["near_duplicates"] == 0
     # Every page that was no exact duplicate: /, /same, /other, /deeper and the near ones.
     assert dedup["near_index_full"] == NEAR + 4
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
+    deployment = start_single(tmp_path_factory.mktemp("redis"))
+    yield deployment
+    deployment.stop()
+
+
+def test_workers_find_the_same_duplicates_as_one_crawl(
+    tmp_path: Path, redis: RedisDeployment
+) -> None:
+    """Two `crawlspace worker` processes on one shared frontier: the same exact and near
+    duplicates as `crawlspace crawl` finds, counted crawl-wide, and the same link demotion."""
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        "[crawl]\nallow_nets = ['127.0.0.0/8']\nmin_delay = 0.0\ndelay_factor = 0.0\n"
+    )
+    shared = ["--frontier", redis.url, "--namespace", "dups", "--buckets", "8"]
+    outs = [tmp_path / "w1", tmp_path / "w2"]
+    with WebFarm({"dups": build_site()}) as farm:
+        seed = [*cli("seed", *shared), "--config", str(config), "-q", farm.url("dups", "/")]
+        subprocess.run(seed, check=True, timeout=60)
+        workers = [
+            subprocess.Popen(
+                [*cli("worker", *shared), "--config", str(config), "--out", str(out), "-q"],
+                stdout=subprocess.DEVNULL,
+            )
+            for out in outs
+        ]
+        for worker in workers:
+            assert worker.wait(timeout=60) == 0
+        deeper, host = farm.url("dups", "/deeper"), farm.host_key("dups")
+    frontier = RedisFrontier(connect(redis.url), namespace="dups", buckets=8, epoch=0)
+    try:
+        counters = frontier.client.hgetall("dups:counters")
+        prefix = frontier.key_prefix(frontier.bucket(host))
+        url_id = frontier.client.hget(prefix + "seen", deeper)
+        deeper_priority = int(frontier.client.hget(f"{prefix}u:{url_id}", "prio"))
+    finally:
+        frontier.close()
+    assert int(counters["dedup.exact_duplicates"]) == VARIANTS
+    assert int(counters["dedup.near_duplicates"]) == NEAR - 1
+    local = [crawl_stats(out)["dedup"] for out in outs]
+    assert sum(d["exact_duplicates"] for d in local) == VARIANTS
+    assert sum(d["near_duplicates"] for d in local) == NEAR - 1
+    assert deeper_priority > 2 * 10 + 5  # demoted, as in test_duplicate_pages_lower_...

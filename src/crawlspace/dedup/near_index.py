@@ -15,12 +15,12 @@ from __future__ import annotations
 from array import array
 from typing import Final
 
-__all__ = ["NearDuplicateIndex"]
+__all__ = ["NearDuplicateIndex", "blocks"]
 
 _BITS: Final = 64
 
 
-def _blocks(k: int) -> list[tuple[int, int]]:
+def blocks(k: int) -> list[tuple[int, int]]:
     """(shift, mask) of each of k+1 contiguous blocks covering the 64 bits."""
     count = k + 1
     out = []
@@ -45,7 +45,7 @@ class NearDuplicateIndex:
         self.k = k
         self.max_entries = max_entries
         self.full_skips = 0
-        self._blocks = _blocks(k)
+        self._blocks = blocks(k)
         self._tables: list[dict[int, array[int]]] = [{} for _ in self._blocks]
         self._fps: array[int] = array("Q")
         self._ids: array[int] = array("q")

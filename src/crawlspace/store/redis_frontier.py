@@ -445,6 +445,7 @@ class RedisFrontier:
             day_cap or "",
             _num(next_day),
             *_revisit_args(completion),
+            int(completion.duplicate),
             retried=retried,
         )
         done = int(reply[0])
@@ -583,9 +584,28 @@ class RedisFrontier:
     # -- crawl bookkeeping and inspection ------------------------------------------------------
 
     def count_rejections(self, rejections: dict[str, int]) -> None:
-        for name, n in rejections.items():
-            if n:
-                self.client.hincrby(f"{self.namespace}:counters", f"rejected.{name}", n)
+        self.count({f"rejected.{name}": n for name, n in rejections.items()})
+
+    def count(self, counts: dict[str, int]) -> None:
+        """Add to the crawl-wide named counters (``stats --frontier``)."""
+        key = f"{self.namespace}:counters"
+        counts = {name: n for name, n in counts.items() if n}
+        if not counts:
+            return
+
+        def bump() -> None:
+            pipe = self.client.pipeline(transaction=False)
+            for name, n in counts.items():
+                pipe.hincrby(key, name, n)
+            pipe.execute()
+
+        self.retrying(bump)
+
+    def host_counts(self, host_key: str) -> tuple[int, int]:
+        """(duplicates, fetched pages) of a host, for the duplicate penalty."""
+        key = f"{self.key_prefix(self.bucket(host_key))}h:{host_key}"
+        dups, fetched = self.retrying(lambda: self.client.hmget(key, "dups", "fetched"))
+        return int(dups or 0), int(fetched or 0)
 
     def queued(self) -> int:
         return self._sum_counter("queued")

@@ -15,11 +15,20 @@ a crash between the shared write and the local commit loses the local rows of th
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
+from crawlspace.frontier.duplicates import (
+    ContentVerdict,
+    classify,
+    demote_links,
+    duplicate_penalty,
+)
+from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord, UrlCandidate
+from crawlspace.store import sqlite_dedup
 from crawlspace.store.base import AddResult
+from crawlspace.store.redis_content import RedisContentIndex
 from crawlspace.store.redis_frontier import RedisFrontier
 from crawlspace.store.sqlite import SqliteStore
 
@@ -34,9 +43,12 @@ class _Stale(Exception):
 class SharedStore(SqliteStore):
     """Implements ``crawlspace.store.base.Store`` for one of many workers on a shared frontier."""
 
-    def __init__(self, path: Path | str, frontier: RedisFrontier) -> None:
+    def __init__(
+        self, path: Path | str, frontier: RedisFrontier, content: RedisContentIndex | None = None
+    ) -> None:
         super().__init__(path, frontier.limits, background_checkpoints=True)
         self.frontier = frontier
+        self.content = content
         self._last_now = 0.0
 
     # -- the shared frontier ------------------------------------------------------------------
@@ -105,12 +117,17 @@ class SharedStore(SqliteStore):
     # -- completions: shared write first, local rows committed only if it succeeded -------------
 
     def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+        requeue = completion.state == "queued"
+        fetch = None if requeue else completion.fetch
+        verdict = None
+        if fetch is not None and completion.state != "not_modified" and self.content is not None:
+            verdict = self._judge(lease, fetch, completion)
         try:
             with self._transaction() as db:
-                requeue = completion.state == "queued"
-                fetch = None if requeue else completion.fetch
                 if fetch is not None:
                     self._insert_fetch(db, lease, fetch, completion)
+                    if verdict is not None:
+                        sqlite_dedup.store_verdict(db, self._fetch_id(db, lease), fetch, verdict)
                 if not requeue:
                     self._emit_event(db, lease, completion, now)
                 if not self.frontier.complete(lease, completion, now):
@@ -119,6 +136,32 @@ class SharedStore(SqliteStore):
         except _Stale:
             return False
         return True
+
+    def _judge(self, lease: Lease, fetch: FetchRecord, completion: Completion) -> ContentVerdict:
+        """Exact and near duplicates across every worker (frontier/duplicates.py over
+        store/redis_content.py; owners are URL ids), and the host's duplicate penalty on the
+        page's own-host links before they are added."""
+        assert self.content is not None
+        verdict = classify(self.content, fetch, lease.url_id, first_visit=lease.version == 1)
+        completion.duplicate = verdict.duplicate
+        if verdict.duplicate:
+            exact = int(verdict.exact_of is not None)
+            self.frontier.count(
+                {"dedup.exact_duplicates": exact, "dedup.near_duplicates": 1 - exact}
+            )
+        if completion.discovered:
+            dups, fetched = self.frontier.host_counts(lease.host_key)
+            penalty = duplicate_penalty(dups + int(verdict.duplicate), fetched + 1)
+            completion.discovered = demote_links(completion.discovered, lease.host_key, penalty)
+        return verdict
+
+    @staticmethod
+    def _fetch_id(db: sqlite3.Connection, lease: Lease) -> int:
+        row = db.execute(
+            "SELECT id FROM fetches WHERE url_id = ? AND version = ?",
+            (lease.url_id, lease.version),
+        ).fetchone()
+        return int(row[0])
 
     def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
         # Each completion is its own conditional write on the shared frontier.

@@ -6,9 +6,7 @@ Every function runs inside the caller's transaction.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 import sqlite3
 import threading
 from collections import Counter
@@ -19,11 +17,16 @@ from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.dedup.simhash import SCHEME as SIMHASH_SCHEME
 from crawlspace.dedup.simhash import to_signed, to_unsigned
+from crawlspace.frontier.duplicates import (
+    ContentVerdict,
+    classify,
+    demote_links,
+    duplicate_penalty,
+)
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
 from crawlspace.store.sqlite_readonly import read_only_uri
 
 __all__ = [
-    "DUP_PRIORITY_SCALE",
     "add_fresh",
     "bump_counters",
     "dedup_stats",
@@ -31,12 +34,8 @@ __all__ = [
     "rebuild_near_index",
     "rebuild_seen",
     "record_content",
+    "store_verdict",
 ]
-
-# A host whose fetched pages are all duplicates pushes its further URLs this many priority
-# points back: two link depths (frontier/priority.py weighs a depth step as 10, lower is leased
-# first), so within the host, pages found on original content go first. See record_content.
-DUP_PRIORITY_SCALE: Final = 20
 
 _FETCH_COLUMNS: Final = (("simhash", "INTEGER"), ("dup_of", "INTEGER"), ("near_dup_of", "INTEGER"))
 
@@ -224,6 +223,55 @@ def rebuild_near_index(db: sqlite3.Connection, index: NearDuplicateIndex) -> int
     return n
 
 
+class _FetchContent:
+    """``frontier/duplicates.py``'s ContentIndex over this store: a page's text claim is its
+    fetch row (the earliest of another URL wins), near duplicates the in-memory index."""
+
+    def __init__(
+        self, db: sqlite3.Connection, url_id: int, index: NearDuplicateIndex | None
+    ) -> None:
+        self._db = db
+        self._url_id = url_id
+        self._index = index
+
+    def claim_text(self, text_sha256: str, owner: int) -> int | None:
+        row = self._db.execute(
+            "SELECT id FROM fetches WHERE text_sha256 = ? AND url_id != ? ORDER BY id LIMIT 1",
+            (text_sha256, self._url_id),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def near(self, simhash: int, owner: int) -> int | None:
+        index = self._index
+        if index is None:
+            return None
+        match = index.find(simhash)
+        near_of = None if match is None else match[0]
+        skipped = index.full_skips
+        index.add(simhash, owner if near_of is None else near_of)
+        if index.full_skips > skipped:
+            bump_counters(self._db, {"dedup.near_index_full": 1})
+        return near_of
+
+
+def store_verdict(
+    db: sqlite3.Connection, fetch_id: int, fetch: FetchRecord, verdict: ContentVerdict
+) -> None:
+    """The fetch row's simhash and duplicate columns, and the dedup counters."""
+    simhash = None if fetch.simhash is None else to_signed(fetch.simhash)
+    db.execute(
+        "UPDATE fetches SET simhash = ?, dup_of = ?, near_dup_of = ? WHERE id = ?",
+        (simhash, verdict.exact_of, verdict.near_of, fetch_id),
+    )
+    bump_counters(
+        db,
+        {
+            "dedup.exact_duplicates": int(verdict.exact_of is not None),
+            "dedup.near_duplicates": int(verdict.near_of is not None),
+        },
+    )
+
+
 def record_content(
     db: sqlite3.Connection,
     lease: Lease,
@@ -233,67 +281,33 @@ def record_content(
     *,
     index: NearDuplicateIndex | None,
 ) -> None:
-    """Classify the fetch just inserted as exact / near duplicate; penalize its host's links.
-
-    Exact: the first earlier fetch of another URL with the same ``text_sha256`` (``dup_of``).
-    Near: the nearest stored simhash within k bits (Manku et al. 2007); ``near_dup_of`` is that
-    page's cluster id, the fetch id of the cluster's first page. Duplicates raise the host's
-    duplicate count; links found on this page that stay on its host get
-    ``ceil(DUP_PRIORITY_SCALE * duplicates / fetched)`` added to their priority, so a host that
-    keeps serving the same content sinks behind its other work. Links are still followed.
-    """
+    """Classify the fetch just inserted (frontier/duplicates.py) and write the verdict:
+    ``dup_of`` is the first earlier fetch of another URL with the same text, ``near_dup_of`` the
+    near-duplicate cluster id (the fetch id of its first page). The host's duplicate count
+    sets how far the page's links on its host sink."""
     fetch_id = int(
         db.execute(
             "SELECT id FROM fetches WHERE url_id = ? AND version = ?",
             (lease.url_id, lease.version),
         ).fetchone()[0]
     )
-    host_key = lease.host_key
-    dup_of = near_of = None
-    if fetch.text_sha256 is not None:
-        row = db.execute(
-            "SELECT id FROM fetches WHERE text_sha256 = ? AND url_id != ? ORDER BY id LIMIT 1",
-            (fetch.text_sha256, lease.url_id),
-        ).fetchone()
-        dup_of = None if row is None else int(row[0])
-    simhash = fetch.simhash
-    # Near duplicates are judged on a URL's first visit. A revisit would match its own earlier
-    # version (an unchanged page is its own near duplicate), raising its host's duplicate rate
-    # with every recrawl, and would store a fingerprint per version.
-    first_visit = lease.version == 1
-    if first_visit and dup_of is None and simhash is not None and index is not None:
-        match = index.find(simhash)
-        near_of = None if match is None else match[0]
-        skipped = index.full_skips
-        index.add(simhash, fetch_id if near_of is None else near_of)
-        if index.full_skips > skipped:
-            bump_counters(db, {"dedup.near_index_full": 1})
-    db.execute(
-        "UPDATE fetches SET simhash = ?, dup_of = ?, near_dup_of = ? WHERE id = ?",
-        (None if simhash is None else to_signed(simhash), dup_of, near_of, fetch_id),
-    )
-    counts = {"dedup.exact_duplicates": int(dup_of is not None)}
-    counts["dedup.near_duplicates"] = int(near_of is not None)
-    if dup_of is not None or near_of is not None:
+    content = _FetchContent(db, lease.url_id, index)
+    verdict = classify(content, fetch, fetch_id, first_visit=lease.version == 1)
+    store_verdict(db, fetch_id, fetch, verdict)
+    if verdict.duplicate:
         db.execute(
             "INSERT INTO host_dups (host_id, duplicates) VALUES (?, 1)"
             " ON CONFLICT (host_id) DO UPDATE SET duplicates = duplicates + 1",
             (host_id,),
         )
-    bump_counters(db, counts)
     row = db.execute(
         "SELECT d.duplicates, h.fetched FROM host_dups d JOIN hosts h ON h.id = d.host_id"
         " WHERE d.host_id = ?",
         (host_id,),
     ).fetchone()
-    if row is None or not completion.discovered:
-        return
-    penalty = math.ceil(DUP_PRIORITY_SCALE * row[0] / max(int(row[1]), 1))
-    if penalty:
-        completion.discovered = [
-            dataclasses.replace(c, priority=c.priority + penalty) if c.host_key == host_key else c
-            for c in completion.discovered
-        ]
+    if row is not None and completion.discovered:
+        penalty = duplicate_penalty(int(row[0]), int(row[1]))
+        completion.discovered = demote_links(completion.discovered, lease.host_key, penalty)
 
 
 # -- reporting -----------------------------------------------------------------------------------

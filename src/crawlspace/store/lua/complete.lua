@@ -6,8 +6,9 @@
 -- failure streak ('' for unchanged; frontier/backoff.py), then the per-day page budget: today's
 -- number ('' off), its cap and when the next day starts (frontier/budgets.py day_budget), then
 -- the revisit plan (frontier/revisit.py plan_revisit): interval, next fetch time ('' for none),
--- changed (0/1) and content hash ('' keeps the stored one). A planned URL joins the bucket's
--- due set, from which promote.lua queues it again.
+-- changed (0/1) and content hash ('' keeps the stored one), and 1 when the page was judged a
+-- duplicate (frontier/duplicates.py: its host's 'dups' count grows). A planned URL joins the
+-- bucket's due set, from which promote.lua queues it again.
 -- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget}}:
 -- status 1 done, 0 stale, 2 this very lease was completed already (the caller's retry after a
 -- lost reply tells it from a duplicate call), -1 illegal transition (nothing written).
@@ -61,6 +62,7 @@ if state ~= 'queued' then
   if ARGV[12] == '1' then
     redis.call('HINCRBY', ST, 'fetched', 1)
     redis.call('HINCRBY', hkey(host), 'fetched', 1)  -- per host, for stats and export
+    if ARGV[24] == '1' then redis.call('HINCRBY', hkey(host), 'dups', 1) end
   end
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)

@@ -1,0 +1,95 @@
+"""Content dedup on a shared frontier: ``frontier/duplicates.py``'s ContentIndex in Redis, so
+workers find the duplicates of pages other workers fetched. Owners are URL ids (global).
+
+Exact: ``{ns:tN}:text`` hashes (text sha256 -> URL id of the first claimant), N = crc32 of the
+hash modulo the frontier's buckets, so claims spread over the cluster's slots. A claim is one
+``HSETNX``; the value never changes afterwards, so reading it back needs no script.
+
+Near (Manku, Jain, Das Sarma, WWW 2007, §3): the k+1 block tables of ``dedup/near_index.py``,
+one Redis set per (block, value), ``{ns:nN}:nd:<block>:<value>``, each member
+"<fingerprint hex>:<cluster url id>:<url id>". Two fingerprints within k bits agree on a whole
+block, so a query reads k+1 sets (one pipelined round trip) and compares their members here; the
+new fingerprint is then added to the same k+1 sets. Two near duplicates fetched at the same
+moment by two workers may both start a cluster: the verdict is a heuristic that lowers
+priority, never one that hides a page. ``max_entries`` bounds the fingerprints stored crawl-wide
+(``{ns}:counters`` ``dedup.near_entries``), as ``near_duplicate_max_pages`` does in one process.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING
+
+from crawlspace.dedup.near_index import blocks
+
+if TYPE_CHECKING:
+    from crawlspace.store.redis_frontier import RedisFrontier
+
+__all__ = ["RedisContentIndex"]
+
+
+class RedisContentIndex:
+    def __init__(self, frontier: RedisFrontier, k: int, max_entries: int | None) -> None:
+        self._f = frontier
+        self.k = k
+        self.max_entries = max_entries
+        self._blocks = blocks(k)
+        self._counters = f"{frontier.namespace}:counters"
+
+    def _tag(self, kind: str, text: str) -> str:
+        slot = zlib.crc32(text.encode()) % self._f.buckets
+        return f"{{{self._f.namespace}:{kind}{slot}}}"
+
+    def claim_text(self, text_sha256: str, owner: int) -> int | None:
+        key = self._tag("t", text_sha256) + ":text"
+        client = self._f.client
+        if self._f.retrying(lambda: client.hsetnx(key, text_sha256, owner)):
+            return None
+        first = int(self._f.retrying(lambda: client.hget(key, text_sha256)))
+        return None if first == owner else first
+
+    def near(self, simhash: int, owner: int) -> int | None:
+        keys = []
+        for i, (shift, mask) in enumerate(self._blocks):
+            value = f"{i}:{(simhash >> shift) & mask:x}"
+            keys.append(f"{self._tag('n', value)}:nd:{value}")
+        best: tuple[int, int] | None = None  # (distance, cluster)
+        for members in self._read(keys):
+            for member in members:
+                fp_hex, cluster_text, url_id = member.split(":")
+                if int(url_id) == owner:
+                    continue  # this URL's own earlier try (its completion was refused)
+                d = (int(fp_hex, 16) ^ simhash).bit_count()
+                if d <= self.k and (best is None or (d, int(cluster_text)) < best):
+                    best = (d, int(cluster_text))
+        cluster = owner if best is None else best[1]
+        self._store(keys, f"{simhash:x}:{cluster}:{owner}")
+        # A page whose cluster is its own (its earlier try started it) is no duplicate.
+        return None if cluster == owner else cluster
+
+    def _read(self, keys: list[str]) -> list[set[str]]:
+        def read() -> list[set[str]]:
+            pipe = self._f.client.pipeline(transaction=False)
+            for key in keys:
+                pipe.smembers(key)
+            return list(pipe.execute())
+
+        return self._f.retrying(read)
+
+    def _store(self, keys: list[str], member: str) -> None:
+        client = self._f.client
+        if self.max_entries is not None:
+            stored = self._f.retrying(
+                lambda: client.hincrby(self._counters, "dedup.near_entries", 1)
+            )
+            if int(stored) > self.max_entries:
+                self._f.retrying(lambda: client.hincrby(self._counters, "dedup.near_index_full", 1))
+                return
+
+        def write() -> None:
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.sadd(key, member)
+            pipe.execute()
+
+        self._f.retrying(write)
