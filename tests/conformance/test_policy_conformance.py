@@ -222,3 +222,35 @@ def test_only_finished_visits_are_revisited(make_frontier: FrontierFactory) -> N
     assert frontier.promote_due(10_000.0) == 1
     (lease,) = frontier.lease(10_000.0, 1, LEASE_SECONDS)
     assert lease.url == f"{HOST}/a"
+
+
+def test_excluded_links_are_remembered_with_their_reason(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand(HOST, "/")], 0.0)
+    open_host(frontier, 0.0)
+    (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    completion = page_done(home, 0.0)
+    completion.excluded = [(f"{HOST}/a/a/a/a", "path_repeat"), ("http://b/x", "scope")]
+    assert frontier.complete(home, completion, 0.0)
+    # Met again (say as a sitemap entry), each is seen: never queued, never refused twice.
+    again = frontier.add([cand(HOST, "/a/a/a/a"), cand("http://b", "/x")], 1.0)
+    assert (again.added, again.already_seen, again.rejected) == (0, 2, {})
+    assert drain(frontier, 1.0)[0] == []
+
+
+def test_a_url_too_deep_is_admitted_when_a_shallower_link_appears(
+    make_frontier: FrontierFactory,
+) -> None:
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand(HOST, "/"), cand(HOST, "/b")], 0.0)
+    open_host(frontier, 0.0)
+    (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    completion = page_done(home, 0.0)
+    completion.excluded = [(f"{HOST}/deep", "depth"), (f"{HOST}/off", "excluded_pattern")]
+    assert frontier.complete(home, completion, 0.0)
+    (b,) = frontier.lease(5.0, 1, LEASE_SECONDS)
+    assert b.url == f"{HOST}/b"
+    shallow = [cand(HOST, "/deep", depth=1), cand(HOST, "/off", depth=1)]
+    assert frontier.complete(b, page_done(b, 5.0, shallow), 5.0)
+    leased, _ = drain(frontier, 10.0)
+    assert leased == [f"{HOST}/deep"]  # a rule's exclusion stays; a depth one is lifted

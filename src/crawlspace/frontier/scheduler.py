@@ -26,6 +26,7 @@ from crawlspace.records import (
     UrlCandidate,
 )
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.urls import host_key
 
 _NEVER = float("-inf")
 # Promoted revisits sit this far below new URLs in a host's queue (as in every store).
@@ -128,8 +129,12 @@ class Scheduler:
         rejected: dict[str, int] = {}
         cap = self._limits.max_pages_per_host
         for cand in candidates:
-            if cand.url in self._urls:
+            known = self._urls.get(cand.url)
+            if known is not None and not self._readmit(known, cand):
                 seen += 1
+                continue
+            if known is not None:
+                added += 1
                 continue
             host = self._hosts.get(cand.host_key)
             if host is None:
@@ -153,6 +158,28 @@ class Scheduler:
             self._reschedule(host)
             added += 1
         return AddResult(added=added, already_seen=seen, rejected=rejected)
+
+    def _readmit(self, url: _Url, cand: UrlCandidate) -> bool:
+        """A URL excluded for its depth, met again within it: admitted (as every store does)."""
+        if url.state is not UrlState.EXCLUDED or url.reason != "depth":
+            return False
+        host = self._hosts.setdefault(cand.host_key, _Host(cand.host_key))
+        cap = self._limits.max_pages_per_host
+        if cap is not None and host.admitted >= cap:
+            return False
+        url.state, url.reason = UrlState.QUEUED, None
+        url.depth, url.priority = cand.depth, cand.priority
+        host.admitted += 1
+        self._enqueue(host, url)
+        self._reschedule(host)
+        return True
+
+    def _exclude(self, excluded: Sequence[tuple[str, str]], depth: int) -> None:
+        """Remember URLs refused at admission with their reasons: met again, they are seen."""
+        for url, reason in excluded:
+            if url not in self._urls:
+                record = self._new_url(UrlCandidate(url, host_key(url), depth), UrlState.EXCLUDED)
+                record.reason = reason
 
     def _new_url(self, cand: UrlCandidate, state: UrlState) -> _Url:
         url = _Url(
@@ -335,6 +362,7 @@ class Scheduler:
             result = self._admit(completion.discovered, self._limits.budgets)
             for reason, n in result.rejected.items():
                 completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+        self._exclude(completion.excluded, lease.depth + 1)
         return True
 
     def _schedule(self, url: _Url, plan: RevisitPlan) -> None:

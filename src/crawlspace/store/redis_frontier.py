@@ -57,6 +57,7 @@ from crawlspace.robots.policy import robots_url
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis_index import BucketIndex
 from crawlspace.store.redis_wait import ReplicationBarrier
+from crawlspace.urls import host_key
 
 DEFAULT_BUCKETS = 1024
 _ADD_CHUNK = 500  # candidates per add script: keeps each script call short (Redis is one thread)
@@ -81,6 +82,7 @@ _SCRIPTS = (
     "peek",
     "promote",
     "budget",
+    "exclude",
 )
 # Promoted revisits sit this far below new URLs in a host queue (as in the SQLite store).
 _REVISIT_BAND = 1 << 40
@@ -314,6 +316,20 @@ class RedisFrontier:
                     rejected[reason] = rejected.get(reason, 0) + int(n)
         return AddResult(added, seen, rejected)
 
+    def _exclude(self, excluded: Sequence[tuple[str, str]], depth: int, now: float) -> None:
+        """Remember URLs refused at admission, with their reasons (lua/exclude.lua)."""
+        by_bucket: dict[int, list[object]] = {}
+        for url, reason in excluded:
+            host = host_key(url)
+            by_bucket.setdefault(self.bucket(host), []).extend((url, host, depth, reason))
+        step = 4 * _ADD_CHUNK
+        calls: list[tuple[int, Sequence[object]]] = [
+            (bucket, (_num(now), bucket, self.buckets, *fields[i : i + step]))
+            for bucket, fields in by_bucket.items()
+            for i in range(0, len(fields), step)
+        ]
+        self.run_many("exclude", calls)
+
     def _ready_counts(self, now: float, limit: int) -> dict[int, int]:
         """Hosts ready at ``now`` in the (up to ``limit``) buckets the index says waited longest;
         a bucket the index sent us to in vain gets its marks corrected."""
@@ -419,6 +435,9 @@ class RedisFrontier:
                 completion.rejections[name] = completion.rejections.get(name, 0) + n
             if self._barrier.replicas > 0:
                 self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
+        if completion.excluded:
+            # Records of refusals only: a failover that loses one costs a repeated refusal.
+            self._exclude(completion.excluded, lease.depth + 1, now)
         nxt = completion.next_allowed_at
         day_cap = self.limits.max_pages_per_host_per_day
         day, next_day = day_budget(now)

@@ -4,7 +4,9 @@
 -- under each keyed budget.
 -- Returns {index update (_common.lua), {added, seen, rejected by the per-host cap, rejected by
 -- each keyed budget...}}.
--- The bucket's seen hash (url -> id) is the exact seen set: a URL is admitted at most once.
+-- The bucket's seen hash (url -> id) is the exact seen set: a URL is admitted at most once,
+-- except one remembered as excluded for its depth ('dx', exclude.lua), which a shallower link
+-- admits (the SQLite store's depth re-admission; the keyed budgets do not count it again).
 -- Keyed budgets (frontier/budgets.py KeyedBudget) are one counter per host and key, in the
 -- host's hash {ns:bN}:k:<host>; a counter moves only when its URL is admitted.
 -- Counters are read once, kept in Lua and written back once (the script is atomic), so a URL
@@ -50,13 +52,34 @@ local function refusal(host, i)
   return nil
 end
 
+local DX = P .. 'dx'
+local deep = redis.call('EXISTS', DX) == 1
+
+-- A URL excluded for its depth, found again: admitted (under the per-host cap) if within depth.
+local function readmit(url, host, i)
+  local id = redis.call('HGET', DX, url)
+  if not id then return false end
+  if admitted[host] == nil then
+    admitted[host] = tonumber(redis.call('HGET', hkey(host), 'admitted') or '0')
+  end
+  if cap >= 0 and admitted[host] >= cap then return false end
+  redis.call('HDEL', DX, url)
+  redis.call('HSET', ukey(id), 'depth', ARGV[i + 2], 'prio', ARGV[i + 3], 'state', 'queued',
+    'reason', '')
+  admitted[host] = admitted[host] + 1
+  touched[host] = (touched[host] or 0) + 1
+  redis.call('ZADD', qkey(host), ARGV[i + 3], id)
+  added = added + 1
+  return true
+end
+
 for i = first, #ARGV, width do
   local url, host = ARGV[i], ARGV[i + 1]
   -- Ids are unique across buckets (bucket + counter x buckets) and fixed-width, so the queue's
   -- lexicographic order among equal priorities is admission order.
   local id = string.format('%016d', (useq + 1) * buckets + bucket)
   if redis.call('HSETNX', SEEN, url, id) == 0 then
-    seen = seen + 1
+    if not (deep and readmit(url, host, i)) then seen = seen + 1 end
   else
     useq = useq + 1
     if admitted[host] == nil then
