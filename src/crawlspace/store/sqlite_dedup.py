@@ -225,7 +225,7 @@ def rebuild_near_index(db: sqlite3.Connection, index: NearDuplicateIndex) -> int
 
 class _FetchContent:
     """``frontier/duplicates.py``'s ContentIndex over this store: a page's text claim is its
-    fetch row (the earliest of another URL wins), near duplicates the in-memory index."""
+    fetch row (the earliest fetch with the text wins), near duplicates the in-memory index."""
 
     def __init__(
         self, db: sqlite3.Connection, url_id: int, index: NearDuplicateIndex | None
@@ -235,11 +235,12 @@ class _FetchContent:
         self._index = index
 
     def claim_text(self, text_sha256: str, owner: int) -> int | None:
+        # The first URL fetched with this text owns it: its own revisits are no duplicates.
         row = self._db.execute(
-            "SELECT id FROM fetches WHERE text_sha256 = ? AND url_id != ? ORDER BY id LIMIT 1",
-            (text_sha256, self._url_id),
+            "SELECT id, url_id FROM fetches WHERE text_sha256 = ? ORDER BY id LIMIT 1",
+            (text_sha256,),
         ).fetchone()
-        return None if row is None else int(row[0])
+        return None if row is None or row[1] == self._url_id else int(row[0])
 
     def near(self, simhash: int, owner: int) -> int | None:
         index = self._index
