@@ -89,6 +89,11 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         budgets=keyed_budgets(config.max_urls_per_template),
         max_pages_per_host_per_day=config.max_pages_per_host_per_day,
         revisit_share=config.revisit_share,
+        inlink_weight=config.inlink_weight if config.priority_policy == "score" else 0,
+        inlink_cap=config.inlink_cap,
+        discovery_window=config.discovery_window,
+        discovery_trap_ratio=config.discovery_trap_ratio,
+        trap_priority_penalty=config.trap_priority_penalty,
     )
 
 

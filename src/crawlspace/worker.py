@@ -7,7 +7,6 @@ Politeness is global because every host's token lives in one Redis hash slot.
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,12 +14,10 @@ from pathlib import Path
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
-from crawlspace.shared_settings import check_shared_settings, missing_on_shared
+from crawlspace.shared_settings import check_shared_settings
 from crawlspace.store.redis_content import RedisContentIndex
 from crawlspace.store.redis_frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.shared import SharedStore
-
-log = logging.getLogger("crawlspace.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +103,6 @@ def run_worker(
     durability: Durability | None = None,
 ) -> CrawlSummary:
     """Crawl from the shared frontier until no worker holds a lease and nothing is queued."""
-    check_shared_settings(config)
-    missing = missing_on_shared(config)
-    if missing:
-        log.warning(
-            "a shared frontier does not apply %s yet (README, Many workers)", ", ".join(missing)
-        )
     crawler = _crawler(config, out_dir, url, namespace, buckets, durability=durability)
     try:
         return crawler.run()

@@ -9,6 +9,8 @@ completion says it refused.
 
 from __future__ import annotations
 
+import pytest
+
 from crawlspace.frontier.budgets import DAY, keyed_budgets
 from crawlspace.frontier.revisit import RevisitPolicy, plan_revisit
 from crawlspace.records import Completion, FetchRecord, Lease, LeaseKind, UrlCandidate
@@ -254,3 +256,56 @@ def test_a_url_too_deep_is_admitted_when_a_shallower_link_appears(
     assert frontier.complete(b, page_done(b, 5.0, shallow), 5.0)
     leased, _ = drain(frontier, 10.0)
     assert leased == [f"{HOST}/deep"]  # a rule's exclusion stays; a depth one is lifted
+
+
+NO_LINK_POLICY = "the memory frontier has no in-link points or discovery window yet"
+
+
+@pytest.mark.parametrize("weight", [5, 0])
+def test_in_links_move_a_queued_url_earlier(
+    make_frontier: FrontierFactory, request: pytest.FixtureRequest, weight: int
+) -> None:
+    if request.node.callspec.params["make_frontier"] == "scheduler":
+        pytest.skip(NO_LINK_POLICY)
+    frontier = make_frontier(FrontierLimits(inlink_weight=weight, inlink_cap=10))
+    frontier.add([cand(HOST, "/")], 0.0)
+    open_host(frontier, 0.0)
+    (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    links = [
+        cand(HOST, "/p1", priority=10),
+        cand(HOST, "/p2", priority=10),
+        cand(HOST, "/x", priority=30),
+        cand(HOST, "/y", priority=29),
+    ]
+    assert frontier.complete(home, page_done(home, 0.0, links), 0.0)
+    now = 1.0
+    for _ in range(2):  # /p1 and /p2 both link to /x
+        (page,) = frontier.lease(now, 1, LEASE_SECONDS)
+        assert page.url in (f"{HOST}/p1", f"{HOST}/p2")
+        assert frontier.complete(page, page_done(page, now, [cand(HOST, "/x", priority=30)]), now)
+        now += 2.0
+    leased, _ = drain(frontier, now)
+    assert leased == ([f"{HOST}/x", f"{HOST}/y"] if weight else [f"{HOST}/y", f"{HOST}/x"])
+
+
+def test_a_host_that_keeps_minting_urls_sinks_its_new_links(
+    make_frontier: FrontierFactory, request: pytest.FixtureRequest
+) -> None:
+    if request.node.callspec.params["make_frontier"] == "scheduler":
+        pytest.skip(NO_LINK_POLICY)
+    limits = FrontierLimits(discovery_window=2, discovery_trap_ratio=1.0, trap_priority_penalty=100)
+    frontier = make_frontier(limits)
+    frontier.add([cand(HOST, "/")], 0.0)
+    open_host(frontier, 0.0)
+    now, minted = 0.0, []
+    for n in range(4):  # each page finds three new pages; the ratio never falls
+        (page,) = frontier.lease(now, 1, LEASE_SECONDS)
+        links = [cand(HOST, f"/gen{n}/{i}", depth=1) for i in range(3)]
+        minted.append([c.url for c in links])
+        assert frontier.complete(page, page_done(page, now, links), now)
+        now += 2.0
+    leased, _ = drain(frontier, now)
+    # Flagged at the end of the second window (page 4): its links sink behind all the others.
+    assert sorted(leased[-3:]) == sorted(minted[3])
+    # (The loop itself leased "/" and the three /gen0 pages.)
+    assert set(leased[:-3]) == {*minted[1], *minted[2]}

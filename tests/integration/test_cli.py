@@ -218,10 +218,9 @@ def test_stats_of_a_crawl_in_a_directory_named_with_uri_characters(
 @pytest.mark.parametrize(
     ("settings", "flags", "named"),
     [
-        ("inlink_weight = 3", ["--max-pages", "5"], ["inlink_weight"]),
-        ('priority_policy = "aopic"\ninlink_cap = 3', [], ["priority_policy", "inlink_cap"]),
-        ("near_duplicate_bits = 5\ndiscovery_window = 7", [], ["discovery_window"]),
-        ("trap_priority_penalty = 7", ["--max-bytes", "1000"], ["trap_priority_penalty"]),
+        ('priority_policy = "aopic"', [], ["priority_policy"]),
+        ("aopic_tax = 0.3", ["--max-pages", "5"], ["aopic_tax"]),
+        ('priority_policy = "aopic"\naopic_tax = 0.2\ninlink_cap = 3', [], ["priority_policy"]),
     ],
 )
 def test_a_worker_refuses_settings_a_shared_frontier_would_ignore(
@@ -247,11 +246,21 @@ def test_a_worker_refuses_settings_a_shared_frontier_would_ignore(
     assert not out.exists()  # nothing written
 
 
-def test_a_worker_accepts_switching_off_what_it_does_not_apply(tmp_path: Path) -> None:
+def test_a_worker_accepts_every_policy_a_shared_frontier_applies() -> None:
     from crawlspace.config import build_config
-    from crawlspace.shared_settings import check_shared_settings, missing_on_shared
+    from crawlspace.shared_settings import check_shared_settings
 
-    config = build_config(None, inlink_weight=0, trap_priority_penalty=0)
-    check_shared_settings(config)  # asks for less than a worker does: accepted
-    assert missing_on_shared(config) == []
-    assert "in-link points" in missing_on_shared(build_config(None))
+    check_shared_settings(
+        build_config(
+            None,
+            continuous=True,
+            max_pages=5,
+            max_bytes=10,
+            inlink_weight=3,
+            discovery_window=7,
+            trap_priority_penalty=0,
+            near_duplicate_bits=5,
+            max_urls_per_template=50,
+            max_pages_per_host_per_day=9,
+        )
+    )

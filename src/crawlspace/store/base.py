@@ -31,6 +31,13 @@ class FrontierLimits:
     # Recrawl: when a host has both due revisits and new URLs queued, about this share of its
     # leases go to revisits (the rest to new URLs), so neither starves the other.
     revisit_share: float = 0.5
+    # In-link points (frontier/priority.py: weight per further linking page, up to cap pages;
+    # 0 turns them off) and the discovery-ratio window (frontier/budgets.py), as in CrawlConfig.
+    inlink_weight: int = 1
+    inlink_cap: int = 10
+    discovery_window: int = 20
+    discovery_trap_ratio: float = 1.0
+    trap_priority_penalty: int = 100
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from crawlspace.frontier.budgets import KeyedBudget, day_budget
+from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
 from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import robots_url
@@ -107,6 +107,11 @@ def connect(url: str) -> Any:
 def _num(value: float) -> str:
     """Shortest exact decimal form of a float (repr round-trips), which Redis parses as a score."""
     return repr(float(value))
+
+
+def _window_args(state: DiscoveryWindow, penalty: int, ids: Sequence[str]) -> list[object]:
+    ratio = "" if state.last_ratio is None else repr(state.last_ratio)
+    return [state.pages, state.new_urls, ratio, int(state.flagged), penalty, *ids]
 
 
 def _revisit_args(completion: Completion) -> tuple[str, str, int, str]:
@@ -260,13 +265,20 @@ class RedisFrontier:
     # -- the Frontier protocol -----------------------------------------------------------------
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
-        return self._admit(candidates, now, ())
+        return self._admit(candidates, now, ())[0]
 
     def _admit(
-        self, candidates: Sequence[UrlCandidate], now: float, budgets: Sequence[KeyedBudget]
-    ) -> AddResult:
+        self,
+        candidates: Sequence[UrlCandidate],
+        now: float,
+        budgets: Sequence[KeyedBudget],
+        *,
+        page_host: str | None = None,
+    ) -> tuple[AddResult, list[str]]:
         """Enqueue-if-new with the per-host cap and the keyed budgets, whose keys are computed
-        here by the policy's key functions; the script only counts and compares."""
+        here by the policy's key functions; the script only counts and compares. A fetched
+        page's links (``page_host`` given) are its in-links too; returns the result and the ids
+        admitted on ``page_host``."""
         by_bucket: dict[int, list[object]] = {}
         for cand in candidates:
             by_bucket.setdefault(self.bucket(cand.host_key), []).extend(
@@ -286,6 +298,10 @@ class RedisFrontier:
             self.client.sadd(f"{self.namespace}:seeds", *seeds)
         cap = self.limits.max_pages_per_host
         head = (_num(now), -1 if cap is None else cap, self.limits.max_in_flight_per_host)
+        weight, inlink_cap = self.limits.inlink_weight, self.limits.inlink_cap
+        if page_host is None or not inlink_cap:
+            weight = inlink_cap = 0
+        links = (weight, inlink_cap, page_host or "")
         budget_args = [arg for budget in budgets for arg in (budget.reason, budget.cap)]
         calls: list[tuple[int, Sequence[object]]] = []
         width = 7 + len(budgets)
@@ -299,6 +315,7 @@ class RedisFrontier:
                             *head,
                             bucket,
                             self.buckets,
+                            *links,
                             len(budgets),
                             *budget_args,
                             *fields[i : i + step],
@@ -308,13 +325,16 @@ class RedisFrontier:
         replies = self.run_many("add", calls)
         added = seen = 0
         rejected: dict[str, int] = {}
+        focus: list[str] = []
         reasons = ["budget_host", *(budget.reason for budget in budgets)]
         for reply in self.index.apply_replies((b for b, _ in calls), replies):
             added, seen = added + int(reply[0]), seen + int(reply[1])
-            for reason, n in zip(reasons, reply[2:], strict=True):
+            counts = reply[2 : 2 + len(reasons)]
+            for reason, n in zip(reasons, counts, strict=True):
                 if int(n):
                     rejected[reason] = rejected.get(reason, 0) + int(n)
-        return AddResult(added, seen, rejected)
+            focus += [str(i) for i in reply[2 + len(reasons) :]]
+        return AddResult(added, seen, rejected), focus
 
     def _exclude(self, excluded: Sequence[tuple[str, str]], depth: int, now: float) -> None:
         """Remember URLs refused at admission, with their reasons (lua/exclude.lua)."""
@@ -428,9 +448,15 @@ class RedisFrontier:
     def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
         if lease.kind is not LeaseKind.PAGE:
             return False
+        found: list[str] = []
+        found_new = 0
         if completion.discovered:
             # Other buckets, so not atomic with the completion: add first (see module docstring).
-            result = self._admit(completion.discovered, now, self.limits.budgets)
+            page = lease.host_key if completion.state != "queued" else None
+            result, found = self._admit(
+                completion.discovered, now, self.limits.budgets, page_host=page
+            )
+            found_new = result.added + result.rejected.get("budget_host", 0)
             for name, n in result.rejected.items():
                 completion.rejections[name] = completion.rejections.get(name, 0) + n
             if self._barrier.replicas > 0:
@@ -465,6 +491,7 @@ class RedisFrontier:
             _num(next_day),
             *_revisit_args(completion),
             int(completion.duplicate),
+            *self._window(lease, completion, found_new, found),
             retried=retried,
         )
         done = int(reply[0])
@@ -619,6 +646,27 @@ class RedisFrontier:
             pipe.execute()
 
         self.retrying(bump)
+
+    def _window(
+        self, lease: Lease, completion: Completion, found: int, same_host: Sequence[str]
+    ) -> list[object]:
+        """A fetched page advances its host's discovery window (frontier/budgets.py); a host
+        flagged as a likely trap sinks this page's new links on it. Empty: nothing changes."""
+        limits = self.limits
+        if completion.fetch is None or completion.state != "fetched" or not limits.discovery_window:
+            return ["", "", "", "", 0]
+        key = f"{self.key_prefix(self.bucket(lease.host_key))}h:{lease.host_key}"
+        pages, new, ratio, flagged = self.retrying(
+            lambda: self.client.hmget(key, "wp", "wn", "wr", "wf")
+        )
+        state = DiscoveryWindow(
+            int(pages or 0), int(new or 0), float(ratio) if ratio else None, flagged == "1"
+        )
+        state = advance_window(
+            state, found, window=limits.discovery_window, min_ratio=limits.discovery_trap_ratio
+        )
+        penalty = limits.trap_priority_penalty if state.flagged else 0
+        return _window_args(state, penalty, same_host if penalty else ())
 
     def host_counts(self, host_key: str) -> tuple[int, int]:
         """(duplicates, fetched pages) of a host, for the duplicate penalty."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
+from crawlspace.frontier.priority import PriorityRules
 from crawlspace.frontier.states import check_transition
 from crawlspace.records import (
     Completion,
@@ -102,8 +103,16 @@ class SqliteStore:
         self._hosts_cached_in_transaction: list[str] = []
         # Trap budgets and recrawl policy (store/sqlite_traps.py, sqlite_revisit.py); the crawl
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
-        self.budgets = sqlite_traps.StoreBudgets()
-        self.ranking = sqlite_priority.Ranking()
+        self.budgets = sqlite_traps.StoreBudgets(
+            self.limits.discovery_window,
+            self.limits.discovery_trap_ratio,
+            self.limits.trap_priority_penalty,
+        )
+        self.ranking = sqlite_priority.Ranking(
+            PriorityRules(
+                inlink_weight=self.limits.inlink_weight, inlink_cap=self.limits.inlink_cap
+            )
+        )
         self._band_tally: dict[int, list[int]] = {}
         # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.
         self._pages_done: int | None = None

@@ -1,9 +1,13 @@
 -- Enqueue-if-new for one bucket. ARGV: prefix, now, cap (-1: no per-host budget), max_in_flight,
--- bucket, buckets, nb (keyed budgets), then nb pairs (reason, cap), then 7 + nb fields per
+-- bucket, buckets, in-link weight and cap (0 0: links are not in-links, e.g. seeds), the page's
+-- host ('' none), nb (keyed budgets), then nb pairs (reason, cap), then 7 + nb fields per
 -- candidate: url, host, depth, priority, hops, source, sitemap changefreq ('' none), and its key
 -- under each keyed budget.
 -- Returns {index update (_common.lua), {added, seen, rejected by the per-host cap, rejected by
--- each keyed budget...}}.
+-- each keyed budget..., then the ids admitted on the page's host}}.
+-- In-links (frontier/priority.py): a URL a page links to counts the page; a new one starts at
+-- 1, a known one still queued moves `weight` points earlier for each further page, up to `cap`
+-- pages, never from the new-URL band below 0 (the revisit band, promote.lua).
 -- The bucket's seen hash (url -> id) is the exact seen set: a URL is admitted at most once,
 -- except one remembered as excluded for its depth ('dx', exclude.lua), which a shallower link
 -- admits (the SQLite store's depth re-admission; the keyed budgets do not count it again).
@@ -15,13 +19,16 @@ local cap = tonumber(ARGV[3])
 local max_in_flight = tonumber(ARGV[4])
 local bucket = tonumber(ARGV[5])
 local buckets = tonumber(ARGV[6])
-local nb = tonumber(ARGV[7])
+local weight, inlink_cap = tonumber(ARGV[7]), tonumber(ARGV[8])
+local page_host = ARGV[9]
+local nb = tonumber(ARGV[10])
 local reasons, caps = {}, {}
 for b = 1, nb do
-  reasons[b] = ARGV[6 + 2 * b]
-  caps[b] = tonumber(ARGV[7 + 2 * b])
+  reasons[b] = ARGV[9 + 2 * b]
+  caps[b] = tonumber(ARGV[10 + 2 * b])
 end
-local first = 8 + 2 * nb
+local first = 11 + 2 * nb
+local focus = {}  -- ids admitted on the page's host
 local width = 7 + nb
 local SEEN = P .. 'seen'
 local before = marks()
@@ -73,13 +80,32 @@ local function readmit(url, host, i)
   return true
 end
 
+-- A known URL one more page links to: its in-link count, and points while it waits.
+local function inlink(url, host)
+  local id = redis.call('HGET', SEEN, url)
+  local u = ukey(id)
+  local v = redis.call('HMGET', u, 'state', 'inl', 'prio')
+  local before = tonumber(v[2] or '0')
+  redis.call('HSET', u, 'inl', before + 1)
+  if v[1] == 'queued' and before >= 1 and before <= inlink_cap then
+    local prio = tonumber(v[3])
+    if prio >= 0 then prio = math.max(prio - weight, 0) else prio = prio - weight end
+    prio = string.format('%d', prio)
+    redis.call('HSET', u, 'prio', prio)
+    redis.call('ZADD', qkey(host), prio, id)
+  end
+end
+
 for i = first, #ARGV, width do
   local url, host = ARGV[i], ARGV[i + 1]
   -- Ids are unique across buckets (bucket + counter x buckets) and fixed-width, so the queue's
   -- lexicographic order among equal priorities is admission order.
   local id = string.format('%016d', (useq + 1) * buckets + bucket)
   if redis.call('HSETNX', SEEN, url, id) == 0 then
-    if not (deep and readmit(url, host, i)) then seen = seen + 1 end
+    if not (deep and readmit(url, host, i)) then
+      seen = seen + 1
+      if weight > 0 then inlink(url, host) end
+    end
   else
     useq = useq + 1
     if admitted[host] == nil then
@@ -90,6 +116,7 @@ for i = first, #ARGV, width do
       'prio', ARGV[i + 3], 'hops', ARGV[i + 4], 'src', ARGV[i + 5],
       'state', refused and 'excluded' or 'queued', 'version', '1')
     if ARGV[i + 6] ~= '' then redis.call('HSET', ukey(id), 'cf', ARGV[i + 6]) end
+    if weight > 0 then redis.call('HSET', ukey(id), 'inl', 1) end
     if refused then
       -- Remembered, so the link seen again later counts as seen, not as a new rejection.
       redis.call('HSET', ukey(id), 'reason', refused == 1 and 'budget_host' or reasons[refused - 1])
@@ -105,6 +132,7 @@ for i = first, #ARGV, width do
       touched[host] = (touched[host] or 0) + 1
       redis.call('ZADD', qkey(host), ARGV[i + 3], id)
       added = added + 1
+      if host == page_host then focus[#focus + 1] = id end
     end
   end
 end
@@ -121,4 +149,5 @@ for host, n in pairs(touched) do
 end
 local reply = {added, seen}
 for r = 1, nb + 1 do reply[r + 2] = rejected[r] end
+for _, id in ipairs(focus) do reply[#reply + 1] = id end
 return {index_update(before), reply}

@@ -7,8 +7,11 @@
 -- number ('' off), its cap and when the next day starts (frontier/budgets.py day_budget), then
 -- the revisit plan (frontier/revisit.py plan_revisit): interval, next fetch time ('' for none),
 -- changed (0/1) and content hash ('' keeps the stored one), and 1 when the page was judged a
--- duplicate (frontier/duplicates.py: its host's 'dups' count grows). A planned URL joins the
--- bucket's due set, from which promote.lua queues it again.
+-- duplicate (frontier/duplicates.py: its host's 'dups' count grows), then the host's new
+-- discovery window ('' for unchanged: pages, new URLs, last ratio, flagged; frontier/budgets.py
+-- advance_window) and a penalty with the ids of this page's new links on its host that sink by
+-- it (a host flagged as a likely trap). A planned URL joins the bucket's due set, from which
+-- promote.lua queues it again.
 -- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget}}:
 -- status 1 done, 0 stale, 2 this very lease was completed already (the caller's retry after a
 -- lost reply tells it from a duplicate call), -1 illegal transition (nothing written).
@@ -55,6 +58,18 @@ if state ~= 'queued' and ARGV[12] == '1' and ARGV[17] ~= '' then
   local pages = redis.call('HINCRBY', h, 'dayn', 1)
   if pages >= tonumber(ARGV[18]) then move_clock(host, ARGV[19]) end
   if pages == tonumber(ARGV[18]) then spent = 1 end
+end
+if ARGV[25] ~= '' then
+  redis.call('HSET', hkey(host), 'wp', ARGV[25], 'wn', ARGV[26], 'wr', ARGV[27], 'wf', ARGV[28])
+  local penalty = tonumber(ARGV[29])
+  for i = 30, #ARGV do
+    local v = redis.call('HMGET', ukey(ARGV[i]), 'state', 'prio')
+    if v[1] == 'queued' then
+      local prio = string.format('%d', tonumber(v[2]) + penalty)
+      redis.call('HSET', ukey(ARGV[i]), 'prio', prio)
+      redis.call('ZADD', qkey(host), prio, ARGV[i])
+    end
+  end
 end
 resched(host, max_in_flight)
 if state ~= 'queued' then
