@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.redis_serv
 from tests.redis_servers import RedisDeployment, start_cluster, start_single
 
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
-from crawlspace.store.redis_frontier import RedisFrontier, connect
+from crawlspace.store.redis.frontier import RedisFrontier, connect
 
 CHUNK = 10_000
 

@@ -43,7 +43,7 @@ from tests.redis_servers import RedisDeployment, start_cluster, start_single  # 
 
 from corpus import Corpus, StaticServer, canonical_url, prepare_corpus  # noqa: E402
 from crawl_vs_scrapy import crawlspace_config, machine_info, median  # noqa: E402
-from crawlspace.store.redis_frontier import RedisFrontier, connect  # noqa: E402
+from crawlspace.store.redis.frontier import RedisFrontier, connect  # noqa: E402
 
 NAMESPACE = "cs"
 REAP_EVERY = 0.02  # seconds between checks for exited workers (sets wall-time resolution)

@@ -126,7 +126,7 @@ def write_frontier_export(
     buckets: int | None = None,
 ) -> int:
     """As ``write_export``, from a shared Redis frontier: ``what`` is urls, events or hosts."""
-    from crawlspace.store.redis_views import frontier_view, iter_frontier_records
+    from crawlspace.store.redis.views import frontier_view, iter_frontier_records
 
     if fmt not in FORMATS:  # before connecting
         raise ConfigError(f"--format {fmt!r} with --frontier: choose one of {', '.join(FORMATS)}")

@@ -45,7 +45,7 @@ class Lease:
     last_modified: str | None = None
     crawl_delay: float | None = None
     # Fencing token: the epoch of the worker the lease was granted to (0 for one-process stores);
-    # a shared frontier refuses a completion whose epoch is not the lease's (store/redis_frontier).
+    # a shared frontier refuses a completion whose epoch is not the lease's (store/redis/).
     epoch: int = 0
     # The host's throttling level and failure streak at lease time (frontier/backoff.py).
     host_backoff: int = 0

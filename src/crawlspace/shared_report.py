@@ -15,8 +15,8 @@ from rich.table import Table
 def frontier_summary(
     url: str, *, namespace: str = "cs", buckets: int | None = None
 ) -> dict[str, Any]:
-    """``store.redis_views.frontier_stats`` of the crawl at ``url``, opened for reading only."""
-    from crawlspace.store.redis_views import frontier_stats, frontier_view
+    """``store.redis.views.frontier_stats`` of the crawl at ``url``, opened for reading only."""
+    from crawlspace.store.redis.views import frontier_stats, frontier_view
 
     with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
         return frontier_stats(frontier)

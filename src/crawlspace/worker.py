@@ -15,8 +15,8 @@ from pathlib import Path
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
 from crawlspace.shared_settings import check_shared_settings
-from crawlspace.store.redis_content import RedisContentIndex
-from crawlspace.store.redis_frontier import DEFAULT_BUCKETS, RedisFrontier, connect
+from crawlspace.store.redis.content import RedisContentIndex
+from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.shared import SharedStore
 
 
@@ -24,7 +24,7 @@ from crawlspace.store.shared import SharedStore
 class Durability:
     """A lease grant must reach ``wait_replicas`` replicas before its fetch, and a page's links
     on other shards before it completes (``WAIT``, at most ``wait_timeout`` s), so a failover can
-    neither give one host to two workers at once nor lose links (store/redis_wait.py).
+    neither give one host to two workers at once nor lose links (store/redis/wait.py).
     0 replicas: off."""
 
     wait_replicas: int = 1

@@ -14,7 +14,7 @@ import pytest
 from crawlspace.frontier.scheduler import Scheduler
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 from crawlspace.store.base import Frontier, FrontierLimits
-from crawlspace.store.redis_frontier import connect
+from crawlspace.store.redis.frontier import connect
 from crawlspace.store.sqlite import SqliteStore
 from tests.redis_servers import RedisDeployment, start_cluster, start_single
 
@@ -30,7 +30,7 @@ def make_frontier(request: pytest.FixtureRequest, tmp_path: Path) -> FrontierFac
     if request.param == "scheduler":
         return Scheduler
     if request.param.startswith("redis"):
-        from crawlspace.store.redis_frontier import RedisFrontier
+        from crawlspace.store.redis.frontier import RedisFrontier
 
         name = "redis_single_client" if request.param == "redis" else "redis_cluster_client"
         client = request.getfixturevalue(name)

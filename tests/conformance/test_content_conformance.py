@@ -20,8 +20,8 @@ Factory = Callable[[int | None], ContentIndex]
 def make_index(request: pytest.FixtureRequest) -> Factory:
     if request.param == "memory":
         return lambda max_entries: MemoryContentIndex(3, max_entries)
-    from crawlspace.store.redis_content import RedisContentIndex
-    from crawlspace.store.redis_frontier import RedisFrontier
+    from crawlspace.store.redis.content import RedisContentIndex
+    from crawlspace.store.redis.frontier import RedisFrontier
     from tests.conformance.conftest import REDIS_BUCKETS, fresh_namespace
 
     name = "redis_single_client" if request.param == "redis" else "redis_cluster_client"

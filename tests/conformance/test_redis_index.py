@@ -1,4 +1,4 @@
-"""The Redis frontier's bucket index (store/redis_index.py) on a real Redis and a real cluster.
+"""The Redis frontier's bucket index (store/redis/index.py) on a real Redis and a real cluster.
 
 The index is a hint kept by replies of the bucket scripts: these tests check that it matches the
 buckets through ordinary operations, that a lost or wrong mark cannot hide a ready host or a
@@ -14,7 +14,7 @@ import pytest
 
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.redis_frontier import RedisFrontier
+from crawlspace.store.redis.frontier import RedisFrontier
 from tests.conformance.conftest import fresh_namespace
 
 LEASE_SECONDS = 100.0

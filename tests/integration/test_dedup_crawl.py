@@ -16,7 +16,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.report import crawl_stats
-from crawlspace.store.redis_frontier import RedisFrontier, connect
+from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_redis_workers import cli
 from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import run_and_close

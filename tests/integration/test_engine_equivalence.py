@@ -23,8 +23,8 @@ import pytest
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
 from crawlspace.export import iter_records
 from crawlspace.report import open_crawl_db
-from crawlspace.store.redis_frontier import RedisFrontier, connect
-from crawlspace.store.redis_views import iter_frontier_records
+from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.views import iter_frontier_records
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.integration.test_dedup_crawl import _article
 from tests.integration.test_dedup_crawl import build_site as dups_site

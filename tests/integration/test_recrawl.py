@@ -19,7 +19,7 @@ from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.export import iter_records
 from crawlspace.report import crawl_stats, open_crawl_db
-from crawlspace.store.redis_frontier import RedisFrontier, connect
+from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.integration.test_redis_workers import cli
 from tests.redis_servers import RedisDeployment, start_cluster

@@ -36,8 +36,8 @@ import redis
 from crawlspace.cli import main
 from crawlspace.demo.webfarm import Site, WebFarm, html_site
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
-from crawlspace.store.redis_frontier import RedisFrontier, connect
-from crawlspace.store.redis_views import count_urls, frontier_stats, iter_frontier_records
+from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.views import count_urls, frontier_stats, iter_frontier_records
 from tests.redis_servers import RedisDeployment, start_cluster, start_single, wait_cluster_ok
 from tests.webs import linked_pages
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from crawlspace.demo.webfarm import WebFarm, html_site
-from crawlspace.store.redis_frontier import RedisFrontier, connect
+from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment, start_cluster, wait_cluster_ok
 from tests.webs import linked_pages, slow_site

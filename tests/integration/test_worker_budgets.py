@@ -11,7 +11,7 @@ import pytest
 
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.report import open_crawl_db
-from crawlspace.store.redis_frontier import RedisFrontier, connect
+from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_redis_workers import cli
 from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import linked_pages, slow_site

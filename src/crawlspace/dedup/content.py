@@ -1,5 +1,5 @@
 """The in-memory ContentIndex (frontier/duplicates.py): exact claims in a dict, near duplicates
-in a ``NearDuplicateIndex``. The reference the shared one (store/redis_content.py) is held to."""
+in a ``NearDuplicateIndex``. The reference the shared one (store/redis/content.py) is held to."""
 
 from __future__ import annotations
 

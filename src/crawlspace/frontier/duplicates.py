@@ -10,7 +10,7 @@ queue, so a host that keeps serving the same content waits behind its own origin
 
 Each engine supplies a ``ContentIndex``: SQLite answers from its fetches table and an in-memory
 ``NearDuplicateIndex``; a shared frontier from Redis keys spread over the cluster
-(store/redis_content.py). Owners are the engine's identities of pages (fetch ids in SQLite,
+(store/redis/content.py). Owners are the engine's identities of pages (fetch ids in SQLite,
 URL ids on a shared frontier).
 """
 

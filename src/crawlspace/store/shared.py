@@ -28,8 +28,8 @@ from crawlspace.frontier.duplicates import (
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord, UrlCandidate
 from crawlspace.store import sqlite_dedup
 from crawlspace.store.base import AddResult
-from crawlspace.store.redis_content import RedisContentIndex
-from crawlspace.store.redis_frontier import RedisFrontier
+from crawlspace.store.redis.content import RedisContentIndex
+from crawlspace.store.redis.frontier import RedisFrontier
 from crawlspace.store.sqlite import SqliteStore
 
 # How long an idle worker waits at least before polling again while other workers hold leases.
@@ -139,7 +139,7 @@ class SharedStore(SqliteStore):
 
     def _judge(self, lease: Lease, fetch: FetchRecord, completion: Completion) -> ContentVerdict:
         """Exact and near duplicates across every worker (frontier/duplicates.py over
-        store/redis_content.py; owners are URL ids), and the host's duplicate penalty on the
+        store/redis/content.py; owners are URL ids), and the host's duplicate penalty on the
         page's own-host links before they are added."""
         assert self.content is not None
         verdict = classify(self.content, fetch, lease.url_id, first_visit=lease.version == 1)

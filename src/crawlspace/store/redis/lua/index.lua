@@ -1,4 +1,4 @@
--- Copy bucket marks into the crawl-wide index (store/redis_index.py). Its keys share the tag
+-- Copy bucket marks into the crawl-wide index (store/redis/index.py). Its keys share the tag
 -- "{ns:idx}", so the prelude's names mean: ST "{ns:idx}:ver" (bucket -> version of its marks),
 -- READY "{ns:idx}:ready", LEASES "{ns:idx}:leases" and DUE "{ns:idx}:due" (bucket -> its mark).
 -- ARGV: prefix, forced ('1': a sweep's fresh reads, applied whatever their version), then 5 per

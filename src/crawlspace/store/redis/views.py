@@ -3,10 +3,10 @@
 Nothing here writes (no worker epoch is taken). Frontier-wide totals come from the per-bucket
 counters, one pipelined round trip per shard (``RedisFrontier.per_bucket``). URL counts by state
 are summed server-side, one HSCAN page of each bucket's seen set per script call
-(store/lua/count_urls.lua). Records of URLs and hosts come from SCAN over the keyspace of every
+(lua/count_urls.lua). Records of URLs and hosts come from SCAN over the keyspace of every
 master, never KEYS (which blocks a shard for the whole keyspace) and never a replica (which would
 count each key twice); each batch of keys is read with one pipeline. The layout is documented in
-store/redis_frontier.py.
+store/redis/frontier.py.
 
 SCAN and HSCAN visit every key that exists for the whole scan, in no particular order, and may
 return a key twice if a shard resizes its table meanwhile: figures of a crawl that is still
@@ -29,7 +29,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawlspace.errors import ConfigError, StoreError
-from crawlspace.store.redis_frontier import RedisFrontier, connect
+from crawlspace.store.redis.frontier import RedisFrontier, connect
 
 _BATCH = 500  # keys per SCAN call and per read pipeline
 WHAT = ("urls", "events", "hosts")
@@ -162,7 +162,7 @@ def _pages(frontier: RedisFrontier, script: str, width: int) -> Iterator[tuple[i
 
 def count_urls(frontier: RedisFrontier) -> Counter[str]:
     """URLs by state, and by ``state:reason`` for excluded and failed ones: summed server-side
-    (store/lua/count_urls.lua), so the replies are a few counts, not a record per URL."""
+    (lua/count_urls.lua), so the replies are a few counts, not a record per URL."""
     counts: Counter[str] = Counter()
     for _, pairs in _pages(frontier, "count_urls", frontier.buckets):
         for name, n in zip(pairs[::2], pairs[1::2], strict=True):
@@ -213,9 +213,9 @@ def frontier_stats(frontier: RedisFrontier) -> dict[str, Any]:
         "seeds": int(client.scard(f"{ns}:seeds")),
         # Worker epochs taken so far: one per worker (or seed) process ever started.
         "epochs": int(client.get(f"{ns}:epoch") or 0),
-        # Completions whose links' replication was not confirmed in time (store/redis_wait.py).
+        # Completions whose links' replication was not confirmed in time (store/redis/wait.py).
         "wait_short": int(counters.get("wait.short", 0)),
-        # Lease grants given back because no replica confirmed them in time (redis_frontier.py).
+        # Lease grants given back because no replica confirmed them in time (frontier.py).
         "wait_lease_short": int(counters.get("wait.lease_short", 0)),
     }
 
@@ -235,7 +235,7 @@ def iter_frontier_records(frontier: RedisFrontier, what: str) -> Iterator[dict[s
 
 
 def _urls(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
-    """Bucket by bucket, from each bucket's seen set (store/lua/read_urls.lua)."""
+    """Bucket by bucket, from each bucket's seen set (store/redis/lua/read_urls.lua)."""
     for bucket, page in _pages(frontier, "read_urls", _WIDTH):
         for text in page:
             f: dict[str, str] = json.loads(text)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from crawlspace.dedup.near_index import blocks
 
 if TYPE_CHECKING:
-    from crawlspace.store.redis_frontier import RedisFrontier
+    from crawlspace.store.redis.frontier import RedisFrontier
 
 __all__ = ["RedisContentIndex"]
 

@@ -1,40 +1,20 @@
 """A shared frontier on Redis or Redis Cluster: many crawlers, one politeness owner per host.
+The key layout is in this package's ``__init__.py``.
 
-Layout. Hosts are spread over ``buckets`` (crc32(host_key) % buckets, the same in every process).
-Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluster slot:
-
-    {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease
-                               ids), wseq (replication barriers, store/redis_wait.py), iver
-                               (version of the bucket's index marks, store/redis_index.py)
-    {ns:bN}:ready       zset   host -> next_allowed_at, only hosts that can take a lease
-    {ns:bN}:seen        hash   url -> url id: the exact seen set
-    {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" -> expires_at
-    {ns:bN}:events      stream one entry per successful completion (url id, version, lease, epoch)
-    {ns:bN}:h:<host>    hash   inflight, next, admitted, fetched, rlease (robots lease), rexp
-                               (robots expiry), backoff, failures
-    {ns:bN}:q:<host>    zset   url id -> priority (ties: id order, i.e. admission order)
-    {ns:bN}:r:<host>    hash   the robots.txt record
-    {ns:bN}:u:<id>      hash   url, host, depth, prio, state, version, attempts, lease, epoch, ...
-
-Crawl-wide keys, one of each: ``{ns}:buckets``, ``{ns}:epoch`` (the last worker epoch taken),
-``{ns}:seeds`` (set), ``{ns}:counters`` (hash: ``rejected.<reason>``, ``wait.short``) and the
-bucket index ``{ns:idx}:ready``, ``{ns:idx}:leases``, ``{ns:idx}:ver`` (store/redis_index.py).
-
-Each atomic operation is one Lua script (``store/lua/``) that touches one bucket, hence one slot on
+Each atomic operation is one Lua script (``lua/``) that touches one bucket, hence one slot on
 one shard: no CROSSSLOT errors, no client-side locks. The cross-bucket questions a worker asks
-all the time (which buckets have ready hosts, the earliest ready time, the earliest lease expiry)
-are answered by a crawl-wide index of each bucket's earliest ready time and lease expiry
-(store/redis_index.py), which every write script's reply keeps current: their cost does not grow
-with the number of buckets. ``lease`` takes the buckets that have waited longest, counts their
-ready hosts (ZCOUNT), then runs the lease script on those with ready hosts, sharing ``limit``
-among them; within a bucket the earliest-ready hosts go first. Rarer questions (leases in
-flight, queued and fetched counts) are a pipelined scan over all buckets, one round trip per
-shard.
+all the time (which buckets have ready hosts or due revisits, the earliest ready time, the
+earliest lease expiry) are answered by a crawl-wide index of each bucket's marks (index.py),
+which every write script's reply keeps current: their cost does not grow with the number of
+buckets. ``lease`` takes the buckets that have waited longest, counts their ready hosts
+(ZCOUNT), then runs the lease script on those with ready hosts, sharing ``limit`` among them;
+within a bucket the earliest-ready hosts go first. Rarer questions (leases in flight, queued
+and fetched counts) are a pipelined scan over all buckets, one round trip per shard.
 
 Discovered links belong to other buckets, so ``complete`` adds them *before* the completing write:
 a crash in between re-fetches the page (at-least-once) but never loses a link. With
-``wait_replicas`` the links' other shards also pass a replication barrier first
-(store/redis_wait.py), so a failover of those shards cannot lose them either.
+``wait_replicas`` the links' other shards also pass a replication barrier first (wait.py), so a
+failover of those shards cannot lose them either.
 """
 
 from __future__ import annotations
@@ -50,17 +30,17 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
 from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import robots_url
 from crawlspace.store.base import AddResult, FrontierLimits
-from crawlspace.store.redis_index import BucketIndex
-from crawlspace.store.redis_wait import ReplicationBarrier
-from crawlspace.urls import host_key
+from crawlspace.store.redis.admission import admit, exclude
+from crawlspace.store.redis.codec import num
+from crawlspace.store.redis.completion import plan_args
+from crawlspace.store.redis.index import BucketIndex
+from crawlspace.store.redis.wait import ReplicationBarrier
 
 DEFAULT_BUCKETS = 1024
-_ADD_CHUNK = 500  # candidates per add script: keeps each script call short (Redis is one thread)
 _LEASE_FIELDS = 17
 # Errors a failover, a restart or a moving slot produce; the operation is retried.
 _TRANSIENT: tuple[type[Exception], ...] = (
@@ -86,7 +66,7 @@ _SCRIPTS = (
 )
 # Promoted revisits sit this far below new URLs in a host queue (as in the SQLite store).
 _REVISIT_BAND = 1 << 40
-_READ_SCRIPTS = ("count_urls", "read_urls")  # for store/redis_views.py
+_READ_SCRIPTS = ("count_urls", "read_urls")  # for store/redis/views.py
 
 
 def connect(url: str) -> Any:
@@ -102,24 +82,6 @@ def connect(url: str) -> Any:
     if url.startswith(("redis://", "rediss://", "unix://")):
         return redis.Redis.from_url(url, decode_responses=True)
     raise ValueError(f"{url!r}: a Redis frontier URL starts with redis:// or redis+cluster://")
-
-
-def _num(value: float) -> str:
-    """Shortest exact decimal form of a float (repr round-trips), which Redis parses as a score."""
-    return repr(float(value))
-
-
-def _window_args(state: DiscoveryWindow, penalty: int, ids: Sequence[str]) -> list[object]:
-    ratio = "" if state.last_ratio is None else repr(state.last_ratio)
-    return [state.pages, state.new_urls, ratio, int(state.flagged), penalty, *ids]
-
-
-def _revisit_args(completion: Completion) -> tuple[str, str, int, str]:
-    """The completion's revisit plan (frontier/revisit.py) as complete.lua reads it."""
-    plan = completion.revisit
-    if plan is None or completion.state == "queued":
-        return "", "", 0, ""
-    return _num(plan.interval), _num(plan.next_fetch_at), int(plan.changed), plan.content_hash or ""
 
 
 class RedisFrontier:
@@ -157,14 +119,14 @@ class RedisFrontier:
         if epoch is None:
             epoch = int(self.retrying(lambda: self.client.incr(f"{namespace}:epoch")))
         self.epoch = epoch
-        prelude = (files("crawlspace.store") / "lua" / "_common.lua").read_text()
+        prelude = (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
         self._src = {
-            name: prelude + (files("crawlspace.store") / "lua" / f"{name}.lua").read_text()
+            name: prelude + (files("crawlspace.store.redis") / "lua" / f"{name}.lua").read_text()
             for name in (*_SCRIPTS, *_READ_SCRIPTS)
         }
         self._sha: dict[str, str] = {}
         self.retrying(self._load_scripts)
-        # A lost index mark hides its bucket's hosts for at most sweep_seconds (redis_index.py).
+        # A lost index mark hides its bucket's hosts for at most sweep_seconds (index.py).
         self.index = BucketIndex(self, sweep_seconds)
 
     def _check_layout(self) -> None:
@@ -217,7 +179,7 @@ class RedisFrontier:
     def _run_indexed(
         self, name: str, bucket: int, *args: object, retried: list[bool] | None = None
     ) -> Any:
-        """Run a write script on one bucket, copy its index update (redis_index.py), return the
+        """Run a write script on one bucket, copy its index update (index.py), return the
         rest of its reply."""
         reply = self._run(name, bucket, *args, retried=retried)
         return self.index.apply_replies([bucket], [reply])[0]
@@ -265,95 +227,12 @@ class RedisFrontier:
     # -- the Frontier protocol -----------------------------------------------------------------
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
-        return self._admit(candidates, now, ())[0]
-
-    def _admit(
-        self,
-        candidates: Sequence[UrlCandidate],
-        now: float,
-        budgets: Sequence[KeyedBudget],
-        *,
-        page_host: str | None = None,
-    ) -> tuple[AddResult, list[str]]:
-        """Enqueue-if-new with the per-host cap and the keyed budgets, whose keys are computed
-        here by the policy's key functions; the script only counts and compares. A fetched
-        page's links (``page_host`` given) are its in-links too; returns the result and the ids
-        admitted on ``page_host``."""
-        by_bucket: dict[int, list[object]] = {}
-        for cand in candidates:
-            by_bucket.setdefault(self.bucket(cand.host_key), []).extend(
-                (
-                    cand.url,
-                    cand.host_key,
-                    cand.depth,
-                    cand.priority,
-                    cand.redirect_hops,
-                    cand.source,
-                    cand.changefreq or "",
-                    *(budget.key_of(cand.url) for budget in budgets),
-                )
-            )
-        seeds = [cand.url for cand in candidates if cand.source == "seed"]
-        if seeds:  # the scope of every worker starts from the seeds (discovery/scope.py)
-            self.client.sadd(f"{self.namespace}:seeds", *seeds)
-        cap = self.limits.max_pages_per_host
-        head = (_num(now), -1 if cap is None else cap, self.limits.max_in_flight_per_host)
-        weight, inlink_cap = self.limits.inlink_weight, self.limits.inlink_cap
-        if page_host is None or not inlink_cap:
-            weight = inlink_cap = 0
-        links = (weight, inlink_cap, page_host or "")
-        budget_args = [arg for budget in budgets for arg in (budget.reason, budget.cap)]
-        calls: list[tuple[int, Sequence[object]]] = []
-        width = 7 + len(budgets)
-        for bucket, fields in by_bucket.items():
-            step = width * _ADD_CHUNK
-            for i in range(0, len(fields), step):
-                calls.append(
-                    (
-                        bucket,
-                        (
-                            *head,
-                            bucket,
-                            self.buckets,
-                            *links,
-                            len(budgets),
-                            *budget_args,
-                            *fields[i : i + step],
-                        ),
-                    )
-                )
-        replies = self.run_many("add", calls)
-        added = seen = 0
-        rejected: dict[str, int] = {}
-        focus: list[str] = []
-        reasons = ["budget_host", *(budget.reason for budget in budgets)]
-        for reply in self.index.apply_replies((b for b, _ in calls), replies):
-            added, seen = added + int(reply[0]), seen + int(reply[1])
-            counts = reply[2 : 2 + len(reasons)]
-            for reason, n in zip(reasons, counts, strict=True):
-                if int(n):
-                    rejected[reason] = rejected.get(reason, 0) + int(n)
-            focus += [str(i) for i in reply[2 + len(reasons) :]]
-        return AddResult(added, seen, rejected), focus
-
-    def _exclude(self, excluded: Sequence[tuple[str, str]], depth: int, now: float) -> None:
-        """Remember URLs refused at admission, with their reasons (lua/exclude.lua)."""
-        by_bucket: dict[int, list[object]] = {}
-        for url, reason in excluded:
-            host = host_key(url)
-            by_bucket.setdefault(self.bucket(host), []).extend((url, host, depth, reason))
-        step = 4 * _ADD_CHUNK
-        calls: list[tuple[int, Sequence[object]]] = [
-            (bucket, (_num(now), bucket, self.buckets, *fields[i : i + step]))
-            for bucket, fields in by_bucket.items()
-            for i in range(0, len(fields), step)
-        ]
-        self.run_many("exclude", calls)
+        return admit(self, candidates, now, ())[0]
 
     def _ready_counts(self, now: float, limit: int) -> dict[int, int]:
         """Hosts ready at ``now`` in the (up to ``limit``) buckets the index says waited longest;
         a bucket the index sent us to in vain gets its marks corrected."""
-        at = _num(now)
+        at = num(now)
         buckets = self.index.ready_buckets(at, limit)
         if not buckets:
             return {}
@@ -365,19 +244,19 @@ class RedisFrontier:
         return sum(self._ready_counts(now, self.buckets).values())
 
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
-        self.index.sweep(now, _num(now))
+        self.index.sweep(now, num(now))
         if limit <= 0:
             return []
         calls: list[tuple[int, Sequence[object]]] = []
         remaining = limit
         expires_at = now + lease_seconds
-        head = (_num(expires_at), self.epoch, self.limits.max_in_flight_per_host)
+        head = (num(expires_at), self.epoch, self.limits.max_in_flight_per_host)
         for bucket, count in self._ready_counts(now, limit).items():
             if remaining <= 0:
                 break
             # One lease per ready host in a pass; a host with spare tokens waits its turn.
             take = min(count, remaining)
-            calls.append((bucket, (_num(now), take, *head, bucket, self.limits.revisit_share)))
+            calls.append((bucket, (num(now), take, *head, bucket, self.limits.revisit_share)))
             remaining -= take
         if not calls:
             return []
@@ -397,7 +276,7 @@ class RedisFrontier:
         be replaced by a replica that never saw the grant and hands the token to another worker
         while this one's request is still running, two requests at once on one host. A lease
         is fetched only once its bucket's master confirmed that the replicas have it (``WAIT``,
-        store/redis_wait.py). An unconfirmed grant is released if its master still answers, and
+        store/redis/wait.py). An unconfirmed grant is released if its master still answers, and
         otherwise left to expire; its URL stays queued either way."""
         keys = {
             lease.lease_id: f"{self.key_prefix(self.bucket(lease.host_key))}st" for lease in leases
@@ -453,8 +332,8 @@ class RedisFrontier:
         if completion.discovered:
             # Other buckets, so not atomic with the completion: add first (see module docstring).
             page = lease.host_key if completion.state != "queued" else None
-            result, found = self._admit(
-                completion.discovered, now, self.limits.budgets, page_host=page
+            result, found = admit(
+                self, completion.discovered, now, self.limits.budgets, page_host=page
             )
             found_new = result.added + result.rejected.get("budget_host", 0)
             for name, n in result.rejected.items():
@@ -463,10 +342,8 @@ class RedisFrontier:
                 self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
         if completion.excluded:
             # Records of refusals only: a failover that loses one costs a repeated refusal.
-            self._exclude(completion.excluded, lease.depth + 1, now)
+            exclude(self, completion.excluded, lease.depth + 1, now)
         nxt = completion.next_allowed_at
-        day_cap = self.limits.max_pages_per_host_per_day
-        day, next_day = day_budget(now)
         retried: list[bool] = []
         reply = self._run_indexed(
             "complete",
@@ -477,21 +354,16 @@ class RedisFrontier:
             lease.epoch,
             completion.state,
             completion.reason or "",
-            "" if nxt is None else _num(nxt),
+            "" if nxt is None else num(nxt),
             completion.etag or "",
             completion.last_modified or "",
             self.limits.max_in_flight_per_host,
             int(completion.fetch is not None),  # counted for terminal completions only
             self._events_maxlen,
-            _num(now),
+            num(now),
             "" if completion.host_backoff is None else completion.host_backoff,
             "" if completion.host_failures is None else completion.host_failures,
-            day if day_cap else "",
-            day_cap or "",
-            _num(next_day),
-            *_revisit_args(completion),
-            int(completion.duplicate),
-            *self._window(lease, completion, found_new, found),
+            *plan_args(self, lease, completion, now, found=found_new, same_host=found),
             retried=retried,
         )
         done = int(reply[0])
@@ -505,7 +377,7 @@ class RedisFrontier:
         return done == 1 or (done == 2 and bool(retried))
 
     def _replicate(self, host_key: str, link_hosts: set[str]) -> None:
-        """WAIT on the links' other shards; a shortfall is counted, never fatal (redis_wait)."""
+        """WAIT on the links' other shards; a shortfall is counted, never fatal (wait.py)."""
         parent = f"{self.key_prefix(self.bucket(host_key))}st"
         keys = {f"{self.key_prefix(self.bucket(h))}st" for h in link_hosts}
         if not self._barrier.wait(keys, parent):
@@ -521,13 +393,13 @@ class RedisFrontier:
                 self.bucket(lease.host_key),
                 lease.host_key,
                 lease.lease_id,
-                _num(next_allowed_at),
+                num(next_allowed_at),
                 self.limits.max_in_flight_per_host,
                 "" if record.status is None else record.status,
                 record.outcome,
                 base64.b64encode(record.body).decode("ascii"),
-                _num(record.fetched_at),
-                _num(record.expires_at),
+                num(record.fetched_at),
+                num(record.expires_at),
                 record.attempts,
                 record.error or "",
             )
@@ -549,7 +421,7 @@ class RedisFrontier:
         )
 
     def expire_leases(self, now: float) -> int:
-        at = _num(now)
+        at = num(now)
         self.index.sweep(now, at)
         return self._expire(at, now, self.index.due_lease_buckets(at))
 
@@ -558,7 +430,7 @@ class RedisFrontier:
         return self._expire("+inf", now, range(self.buckets))
 
     def _expire(self, cutoff: str, now: float, buckets: Sequence[int]) -> int:
-        hold = _num(now + self.limits.lost_lease_gap)
+        hold = num(now + self.limits.lost_lease_gap)
         args = (cutoff, self.limits.max_in_flight_per_host, hold)
         calls = [(b, args) for b in buckets]
         if not calls:
@@ -568,7 +440,7 @@ class RedisFrontier:
 
     def promote_due(self, now: float, limit: int = 1000) -> int:
         """Recrawl: queue again up to ``limit`` due URLs in each bucket the index says has some."""
-        at = _num(now)
+        at = num(now)
         buckets = self.index.buckets_before("due", at)
         if not buckets:
             return 0
@@ -646,27 +518,6 @@ class RedisFrontier:
             pipe.execute()
 
         self.retrying(bump)
-
-    def _window(
-        self, lease: Lease, completion: Completion, found: int, same_host: Sequence[str]
-    ) -> list[object]:
-        """A fetched page advances its host's discovery window (frontier/budgets.py); a host
-        flagged as a likely trap sinks this page's new links on it. Empty: nothing changes."""
-        limits = self.limits
-        if completion.fetch is None or completion.state != "fetched" or not limits.discovery_window:
-            return ["", "", "", "", 0]
-        key = f"{self.key_prefix(self.bucket(lease.host_key))}h:{lease.host_key}"
-        pages, new, ratio, flagged = self.retrying(
-            lambda: self.client.hmget(key, "wp", "wn", "wr", "wf")
-        )
-        state = DiscoveryWindow(
-            int(pages or 0), int(new or 0), float(ratio) if ratio else None, flagged == "1"
-        )
-        state = advance_window(
-            state, found, window=limits.discovery_window, min_ratio=limits.discovery_trap_ratio
-        )
-        penalty = limits.trap_priority_penalty if state.flagged else 0
-        return _window_args(state, penalty, same_host if penalty else ())
 
     def host_counts(self, host_key: str) -> tuple[int, int]:
         """(duplicates, fetched pages) of a host, for the duplicate penalty."""

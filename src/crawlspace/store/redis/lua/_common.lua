@@ -1,4 +1,4 @@
--- Shared prelude, prepended to every script by redis_frontier.py (Redis scripts cannot import).
+-- Shared prelude, prepended to every script by store/redis/frontier.py (Redis scripts cannot import).
 -- KEYS[1] is the bucket's stats hash "{ns:bN}:st"; ARGV[1] is the bucket's key prefix "{ns:bN}:".
 -- Every key a script touches is built from that prefix, so it carries the same hash tag and lives
 -- in the same cluster slot as KEYS[1]: one script, one shard, no CROSSSLOT.
@@ -68,7 +68,7 @@ local function give_back_robots(host, lid, max_in_flight)
   resched(host, max_in_flight)
 end
 
--- This bucket's marks in the crawl-wide index (store/redis_index.py): its earliest ready time,
+-- This bucket's marks in the crawl-wide index (store/redis/index.py): its earliest ready time,
 -- its earliest lease expiry and its earliest due revisit, '' for none. Scores come back as
 -- Redis formats them (exact).
 local function marks()

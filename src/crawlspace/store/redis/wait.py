@@ -1,7 +1,7 @@
 """A replication barrier for the Redis Cluster frontier: ``WAIT`` on the shards that took links.
 
 A page's discovered links are added to their own buckets, usually on other shards, *before* the
-page's completing write on its own shard (store/redis_frontier.py). Replication is asynchronous,
+page's completing write on its own shard (store/redis/frontier.py). Replication is asynchronous,
 so without a barrier a failover of a link's shard could lose an acknowledged ``add`` while the
 parent's completion survives on its own shard: the link would be lost for good. ``WAIT
 numreplicas timeout`` blocks until replicas acknowledged every write made *on that connection*
@@ -68,7 +68,7 @@ class ReplicationBarrier:
     def unconfirmed(self, keys: Iterable[str]) -> set[str]:
         """WAIT on the masters of ``keys`` (all of them): the keys whose master did not confirm.
 
-        For lease grants (store/redis_frontier.py): a grant a failover can still lose must not be
+        For lease grants (store/redis/frontier.py): a grant a failover can still lose must not be
         acted on. An error (the master died, say) leaves all of its keys unconfirmed."""
         keys = set(keys)
         if not isinstance(self.client, RedisCluster) or self.replicas <= 0 or not keys:

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from crawlspace.store.redis_frontier import RedisFrontier
+    from crawlspace.store.redis.frontier import RedisFrontier
 
 # Buckets re-read per sweep step: one pipelined call, whatever the bucket count.
 SWEEP_CHUNK = 32

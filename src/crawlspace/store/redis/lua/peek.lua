@@ -1,5 +1,5 @@
 -- This bucket's index version and marks (_common.lua) and its number of hosts ready at ARGV[2],
--- for store/redis_index.py. Read-only. ARGV: prefix, now.
+-- for store/redis/index.py. Read-only. ARGV: prefix, now.
 -- Returns {version, ready mark, lease mark, due mark, ready hosts}.
 local m = marks()
 return {tonumber(redis.call('HGET', ST, 'iver') or '0'), m[1], m[2], m[3],

@@ -1,0 +1,33 @@
+"""The shared frontier on Redis or a Redis Cluster: one Lua script per atomic operation
+(``lua/``), each on one host bucket's slot (``frontier.py``, with ``admission.py`` and
+``completion.py`` turning the crawl's plans into script arguments); the crawl-wide bucket index
+(``index.py``), replication barriers (``wait.py``), content dedup (``content.py``) and
+read-only views for stats and export (``views.py``).
+
+Layout. Hosts are spread over ``buckets`` (crc32(host_key) % buckets, the same in every process).
+Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluster slot:
+
+    {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease
+                               ids), wseq (replication barriers, wait.py), iver (version of the
+                               bucket's index marks, index.py)
+    {ns:bN}:ready       zset   host -> next_allowed_at, only hosts that can take a lease
+    {ns:bN}:seen        hash   url -> url id: the exact seen set
+    {ns:bN}:dx          hash   url -> url id of URLs excluded for their depth (re-admittable)
+    {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" -> expires_at
+    {ns:bN}:due         zset   url id -> next fetch time of a planned revisit
+    {ns:bN}:events      stream one entry per successful completion (url id, version, lease, epoch)
+    {ns:bN}:h:<host>    hash   inflight, next, admitted, fetched, dups, rlease (robots lease), rexp
+                               (robots expiry), backoff, failures, day/dayn (pages today),
+                               wp/wn/wr/wf (discovery window), rv/nw (revisit share tally)
+    {ns:bN}:k:<host>    hash   keyed budget counters (URL template -> URLs admitted)
+    {ns:bN}:q:<host>    zset   url id -> priority (ties: id order, i.e. admission order)
+    {ns:bN}:r:<host>    hash   the robots.txt record
+    {ns:bN}:u:<id>      hash   url, host, depth, prio, state, version, attempts, lease, epoch,
+                               inl (in-links), ri/nf/ch/lc/cf/due (recrawl), ...
+
+Crawl-wide keys: ``{ns}:buckets``, ``{ns}:epoch`` (the last worker epoch taken), ``{ns}:seeds``
+(set), ``{ns}:counters`` (hash: ``rejected.<reason>``, ``dedup.*``, ``wait.short``), the bucket
+index ``{ns:idx}:ready``, ``:leases``, ``:due``, ``:ver`` (index.py), the crawl-wide page and byte
+budgets ``{ns:budget}:*`` (lua/budget.lua), and content claims and near-duplicate block tables
+spread over slots of their own, ``{ns:tN}:text`` and ``{ns:nN}:nd:<block>:<value>`` (content.py).
+"""

@@ -1,0 +1,106 @@
+"""Admission on the shared frontier: enqueue-if-new with its budgets and in-links
+(lua/add.lua), and the links refused at admission remembered with their reasons
+(lua/exclude.lua). The policy's key functions run here; the scripts only count and compare."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from crawlspace.frontier.budgets import KeyedBudget
+from crawlspace.records import UrlCandidate
+from crawlspace.store.base import AddResult
+from crawlspace.store.redis.codec import ADD_CHUNK, num
+from crawlspace.urls import host_key
+
+if TYPE_CHECKING:
+    from crawlspace.store.redis.frontier import RedisFrontier
+
+__all__ = ["admit", "exclude"]
+
+
+def admit(
+    frontier: RedisFrontier,
+    candidates: Sequence[UrlCandidate],
+    now: float,
+    budgets: Sequence[KeyedBudget],
+    *,
+    page_host: str | None = None,
+) -> tuple[AddResult, list[str]]:
+    """Enqueue-if-new with the per-host cap and the keyed budgets, whose keys are computed
+    here by the policy's key functions; the script only counts and compares. A fetched
+    page's links (``page_host`` given) are its in-links too; returns the result and the ids
+    admitted on ``page_host``."""
+    by_bucket: dict[int, list[object]] = {}
+    for cand in candidates:
+        by_bucket.setdefault(frontier.bucket(cand.host_key), []).extend(
+            (
+                cand.url,
+                cand.host_key,
+                cand.depth,
+                cand.priority,
+                cand.redirect_hops,
+                cand.source,
+                cand.changefreq or "",
+                *(budget.key_of(cand.url) for budget in budgets),
+            )
+        )
+    seeds = [cand.url for cand in candidates if cand.source == "seed"]
+    if seeds:  # the scope of every worker starts from the seeds (discovery/scope.py)
+        frontier.client.sadd(f"{frontier.namespace}:seeds", *seeds)
+    cap = frontier.limits.max_pages_per_host
+    head = (num(now), -1 if cap is None else cap, frontier.limits.max_in_flight_per_host)
+    weight, inlink_cap = frontier.limits.inlink_weight, frontier.limits.inlink_cap
+    if page_host is None or not inlink_cap:
+        weight = inlink_cap = 0
+    links = (weight, inlink_cap, page_host or "")
+    budget_args = [arg for budget in budgets for arg in (budget.reason, budget.cap)]
+    calls: list[tuple[int, Sequence[object]]] = []
+    width = 7 + len(budgets)
+    for bucket, fields in by_bucket.items():
+        step = width * ADD_CHUNK
+        for i in range(0, len(fields), step):
+            calls.append(
+                (
+                    bucket,
+                    (
+                        *head,
+                        bucket,
+                        frontier.buckets,
+                        *links,
+                        len(budgets),
+                        *budget_args,
+                        *fields[i : i + step],
+                    ),
+                )
+            )
+    replies = frontier.run_many("add", calls)
+    added = seen = 0
+    rejected: dict[str, int] = {}
+    focus: list[str] = []
+    reasons = ["budget_host", *(budget.reason for budget in budgets)]
+    for reply in frontier.index.apply_replies((b for b, _ in calls), replies):
+        added, seen = added + int(reply[0]), seen + int(reply[1])
+        counts = reply[2 : 2 + len(reasons)]
+        for reason, n in zip(reasons, counts, strict=True):
+            if int(n):
+                rejected[reason] = rejected.get(reason, 0) + int(n)
+        focus += [str(i) for i in reply[2 + len(reasons) :]]
+    return AddResult(added, seen, rejected), focus
+
+
+def exclude(
+    frontier: RedisFrontier, excluded: Sequence[tuple[str, str]], depth: int, now: float
+) -> None:
+    """Remember URLs refused at admission, with their reasons (lua/exclude.lua)."""
+    by_bucket: dict[int, list[object]] = {}
+    for url, reason in excluded:
+        host = host_key(url)
+        by_bucket.setdefault(frontier.bucket(host), []).extend((url, host, depth, reason))
+    step = 4 * ADD_CHUNK
+    calls: list[tuple[int, Sequence[object]]] = [
+        (bucket, (num(now), bucket, frontier.buckets, *fields[i : i + step]))
+        for bucket, fields in by_bucket.items()
+        for i in range(0, len(fields), step)
+    ]
+    frontier.run_many("exclude", calls)
