@@ -14,8 +14,8 @@ import resource
 import time
 
 from crawlspace.clock import VirtualClock
-from crawlspace.frontier.scheduler import Scheduler
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.store.memory import MemoryFrontier
 
 LEASE_S = 300.0
 
@@ -33,7 +33,7 @@ def build_candidates(hosts: int, urls: int, hot: int) -> list[UrlCandidate]:
 
 
 def run_phase(
-    sched: Scheduler, clock: VirtualClock, batch: int, min_grants: int
+    sched: MemoryFrontier, clock: VirtualClock, batch: int, min_grants: int
 ) -> tuple[int, int, float, float]:
     """Lease ``batch`` at a time and complete each at once, until a lease() call grants fewer
     than ``min_grants``; return (pages, robots, wall seconds, CPU seconds)."""
@@ -68,7 +68,7 @@ def main() -> None:
 
     candidates = build_candidates(args.hosts, args.urls, args.hot)
     clock = VirtualClock()
-    sched = Scheduler()
+    sched = MemoryFrontier()
     gc.collect()
     gc.freeze()  # the candidates are long-lived; keep the cyclic GC from rescanning them
     started, cpu_started = time.perf_counter(), time.process_time()

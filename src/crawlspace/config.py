@@ -74,7 +74,8 @@ class CrawlConfig:
     # Fetch limits against untrusted servers.
     connect_timeout: float = 10.0
     read_timeout: float = 30.0
-    total_timeout: float = 60.0
+    # Headers and body together: a server that drips a byte a second is cut here.
+    total_timeout: float = 30.0
     max_body_bytes: int = 10 * MIB
     max_decompressed_bytes: int = 50 * MIB
     max_redirects: int = 5

@@ -1,5 +1,5 @@
 """The conformance suites' engines: every test takes ``make_frontier`` and runs on the memory
-Scheduler, SQLite, one Redis and a 3-master Redis Cluster (session-wide deployments, started
+MemoryFrontier, SQLite, one Redis and a 3-master Redis Cluster (session-wide deployments, started
 once, stopped by PID)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from crawlspace.frontier.scheduler import Scheduler
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 from crawlspace.store.base import Frontier, FrontierLimits
+from crawlspace.store.memory import MemoryFrontier
 from crawlspace.store.redis.frontier import connect
 from crawlspace.store.sqlite import SqliteStore
 from tests.redis_servers import RedisDeployment, start_cluster, start_single
@@ -25,10 +25,10 @@ REDIS_BUCKETS = 16  # every cross-bucket question scans all buckets: keep the su
 FrontierFactory = Callable[[FrontierLimits], Frontier]
 
 
-@pytest.fixture(params=["scheduler", "sqlite", "redis", "redis-cluster"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-cluster"])
 def make_frontier(request: pytest.FixtureRequest, tmp_path: Path) -> FrontierFactory:
-    if request.param == "scheduler":
-        return Scheduler
+    if request.param == "memory":
+        return MemoryFrontier
     if request.param.startswith("redis"):
         from crawlspace.store.redis.frontier import RedisFrontier
 

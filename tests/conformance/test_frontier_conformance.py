@@ -1,4 +1,4 @@
-"""One suite, every Frontier: the pure in-memory Scheduler and the SQLite store.
+"""One suite, every Frontier: the memory MemoryFrontier, SQLite, one Redis and a 3-master cluster.
 
 Each test drives the frontier on a virtual clock and checks the invariants the crawl relies on:
 robots.txt first, one token per host, no lease before the host's next-allowed time, idempotent

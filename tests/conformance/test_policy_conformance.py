@@ -1,5 +1,5 @@
 """One policy-semantics suite, every engine: the crawl's policies mean the same on the memory
-Scheduler, SQLite, one Redis and a 3-master Redis Cluster.
+MemoryFrontier, SQLite, one Redis and a 3-master Redis Cluster.
 
 The policy (which budget a URL falls under, what day it is) is pure code in ``frontier/``; each
 engine only counts and compares. These scenarios drive each engine on a virtual clock through its
@@ -265,7 +265,7 @@ NO_LINK_POLICY = "the memory frontier has no in-link points or discovery window 
 def test_in_links_move_a_queued_url_earlier(
     make_frontier: FrontierFactory, request: pytest.FixtureRequest, weight: int
 ) -> None:
-    if request.node.callspec.params["make_frontier"] == "scheduler":
+    if request.node.callspec.params["make_frontier"] == "memory":
         pytest.skip(NO_LINK_POLICY)
     frontier = make_frontier(FrontierLimits(inlink_weight=weight, inlink_cap=10))
     frontier.add([cand(HOST, "/")], 0.0)
@@ -291,7 +291,7 @@ def test_in_links_move_a_queued_url_earlier(
 def test_a_host_that_keeps_minting_urls_sinks_its_new_links(
     make_frontier: FrontierFactory, request: pytest.FixtureRequest
 ) -> None:
-    if request.node.callspec.params["make_frontier"] == "scheduler":
+    if request.node.callspec.params["make_frontier"] == "memory":
         pytest.skip(NO_LINK_POLICY)
     limits = FrontierLimits(discovery_window=2, discovery_trap_ratio=1.0, trap_priority_penalty=100)
     frontier = make_frontier(limits)

@@ -32,19 +32,20 @@ def admit(
     page's links (``page_host`` given) are its in-links too; returns the result and the ids
     admitted on ``page_host``."""
     by_bucket: dict[int, list[object]] = {}
+    key_fns = [budget.key_of for budget in budgets]
     for cand in candidates:
-        by_bucket.setdefault(frontier.bucket(cand.host_key), []).extend(
-            (
-                cand.url,
-                cand.host_key,
-                cand.depth,
-                cand.priority,
-                cand.redirect_hops,
-                cand.source,
-                cand.changefreq or "",
-                *(budget.key_of(cand.url) for budget in budgets),
-            )
+        fields = by_bucket.setdefault(frontier.bucket(cand.host_key), [])
+        fields += (
+            cand.url,
+            cand.host_key,
+            cand.depth,
+            cand.priority,
+            cand.redirect_hops,
+            cand.source,
+            cand.changefreq or "",
         )
+        if key_fns:
+            fields += [key_of(cand.url) for key_of in key_fns]
     seeds = [cand.url for cand in candidates if cand.source == "seed"]
     if seeds:  # the scope of every worker starts from the seeds (discovery/scope.py)
         frontier.client.sadd(f"{frontier.namespace}:seeds", *seeds)

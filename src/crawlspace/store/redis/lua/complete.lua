@@ -26,7 +26,9 @@ end
 local allowed = {queued = true, fetched = true, redirected = true, excluded = true, failed = true,
   not_modified = true}
 if not allowed[state] then return {{}, {-1, 0}} end
-local before = marks()
+-- Only a completion with a revisit plan changes the due set.
+local due = state ~= 'queued' and ARGV[21] ~= ''
+local before = marks(due)
 local u = ukey(id)
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
 redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '',
@@ -82,4 +84,4 @@ if state ~= 'queued' then
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
 end
-return {index_update(before), {1, spent}}
+return {index_update(before, due), {1, spent}}

@@ -2,9 +2,10 @@
 -- "{ns:idx}", so the prelude's names mean: ST "{ns:idx}:ver" (bucket -> version of its marks),
 -- READY "{ns:idx}:ready", LEASES "{ns:idx}:leases" and DUE "{ns:idx}:due" (bucket -> its mark).
 -- ARGV: prefix, forced ('1': a sweep's fresh reads, applied whatever their version), then 5 per
--- bucket: bucket, version, ready mark, lease mark, due mark ('' for none). An unforced mark older
--- than the one in place is dropped, so replies reaching the index out of order leave the newer
--- marks.
+-- bucket: bucket, version, ready mark, lease mark, due mark ('' for none, '*' unchanged). An
+-- unforced mark older than the one in place is dropped, so replies reaching the index out of
+-- order leave the newer marks. (A due mark sent by a completion can be dropped that way behind a
+-- newer '*' of a lease: the sweep re-reads the bucket within sweep_seconds, index.py.)
 -- Returns the number of buckets written.
 local forced = ARGV[2] == '1'
 local written = 0
@@ -14,7 +15,11 @@ for i = 3, #ARGV, 5 do
     redis.call('HSET', ST, b, ARGV[i + 1])
     for j, key in ipairs({READY, LEASES, DUE}) do
       local mark = ARGV[i + 1 + j]
-      if mark == '' then redis.call('ZREM', key, b) else redis.call('ZADD', key, mark, b) end
+      if mark == '' then
+        redis.call('ZREM', key, b)
+      elseif mark ~= '*' then  -- '*': a script that cannot move this mark left it out
+        redis.call('ZADD', key, mark, b)
+      end
     end
     written = written + 1
   end

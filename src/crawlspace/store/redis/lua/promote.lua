@@ -10,7 +10,7 @@ local limit = tonumber(ARGV[3])
 local max_in_flight = tonumber(ARGV[4])
 local band = tonumber(ARGV[5])
 local revisitable = {fetched = true, not_modified = true, failed = true}
-local before = marks()
+local before = marks(true)
 local promoted = 0
 local hosts = {}
 local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, limit)
@@ -33,4 +33,4 @@ for i = 1, #due, 2 do
   end
 end
 for host in pairs(hosts) do resched(host, max_in_flight) end
-return {index_update(before), promoted}
+return {index_update(before, true), promoted}

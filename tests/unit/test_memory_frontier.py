@@ -22,10 +22,10 @@ from hypothesis.stateful import (
 
 from crawlspace.clock import VirtualClock
 from crawlspace.frontier.politeness import PolitenessPolicy
-from crawlspace.frontier.scheduler import Scheduler
 from crawlspace.frontier.states import TERMINAL_STATES, IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import Frontier, FrontierLimits
+from crawlspace.store.memory import MemoryFrontier
 
 LEASE_S = 300.0
 
@@ -46,7 +46,7 @@ def robots_record(host: str, now: float, ttl: float = 86_400.0) -> RobotsRecord:
 
 
 def open_host(
-    sched: Scheduler, host: str, now: float, next_allowed_at: float | None = None
+    sched: MemoryFrontier, host: str, now: float, next_allowed_at: float | None = None
 ) -> None:
     """Lease and complete the host's robots.txt so its pages become leasable."""
     (lease,) = [x for x in sched.lease(now, 1, LEASE_S) if x.host_key == host]
@@ -76,7 +76,7 @@ class Fetch:
 
 
 def drive(
-    sched: Scheduler,
+    sched: MemoryFrontier,
     clock: VirtualClock,
     duration: Callable[[str], float],
     policy: PolitenessPolicy,
@@ -130,13 +130,13 @@ def assert_polite(
 
 
 def test_scheduler_satisfies_the_frontier_protocol() -> None:
-    frontier: Frontier = Scheduler()
+    frontier: Frontier = MemoryFrontier()
     assert frontier.in_flight() == 0
     assert frontier.next_ready_at() is None
 
 
 def test_robots_lease_comes_first_on_every_host() -> None:
-    sched = Scheduler(FrontierLimits(max_in_flight_per_host=2))
+    sched = MemoryFrontier(FrontierLimits(max_in_flight_per_host=2))
     hosts = [f"http://h{i}:80" for i in range(3)]
     sched.add([cand(h, f"p{j}") for h in hosts for j in range(3)], now=0.0)
     leases = sched.lease(0.0, 10, LEASE_S)
@@ -157,7 +157,7 @@ def test_robots_lease_comes_first_on_every_host() -> None:
 
 
 def test_custom_robots_url_and_stale_record_is_refetched() -> None:
-    sched = Scheduler(robots_url=lambda host: f"{host}/custom-robots")
+    sched = MemoryFrontier(robots_url=lambda host: f"{host}/custom-robots")
     sched.add([cand("http://a", "1"), cand("http://a", "2")], now=0.0)
     (robots,) = sched.lease(0.0, 5, LEASE_S)
     assert robots.url == "http://a/custom-robots"
@@ -170,7 +170,7 @@ def test_custom_robots_url_and_stale_record_is_refetched() -> None:
 
 
 def test_one_in_flight_per_host_by_default() -> None:
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand("http://a", str(i)) for i in range(10)], now=0.0)
     open_host(sched, "http://a", 0.0)
     (first,) = sched.lease(0.0, 10, LEASE_S)
@@ -185,7 +185,7 @@ def test_one_in_flight_per_host_by_default() -> None:
 def test_politeness_gap_is_honoured_in_a_driver_loop() -> None:
     policy = PolitenessPolicy(min_delay=0.05, delay_factor=10.0)
     durations = {"http://fast": 0.01, "http://mid": 0.1, "http://slow": 0.5}
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand(h, f"p{i}") for h in durations for i in range(2_000)], now=0.0)
     clock = VirtualClock()
     log = drive(sched, clock, durations.__getitem__, policy, concurrency=10, until=60.0)
@@ -201,7 +201,7 @@ def test_hot_host_does_not_starve_small_hosts() -> None:
     policy = PolitenessPolicy(min_delay=0.05, delay_factor=10.0)
     hot = "http://hot"
     small = [f"http://s{i}" for i in range(1_000)]
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand(hot, f"p{i}") for i in range(100_000)], now=0.0)
     sched.add([cand(h, f"p{j}") for h in small for j in range(5)], now=0.0)
     small_urls = [f"{h}/p{j}" for h in small for j in range(5)]
@@ -221,7 +221,7 @@ def test_hot_host_does_not_starve_small_hosts() -> None:
 
 
 def test_priority_order_within_a_host_is_lowest_first_then_fifo() -> None:
-    sched = Scheduler()
+    sched = MemoryFrontier()
     prios = {"a": 5, "b": 1, "c": 3, "d": 1, "e": 0}
     sched.add([cand("http://h", p, priority=v) for p, v in prios.items()], now=0.0)
     open_host(sched, "http://h", 0.0)
@@ -234,7 +234,7 @@ def test_priority_order_within_a_host_is_lowest_first_then_fifo() -> None:
 
 
 def test_stale_or_duplicate_completion_changes_nothing() -> None:
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand("http://h", "x"), cand("http://h", "y")], now=0.0)
     open_host(sched, "http://h", 0.0)
     (lease,) = sched.lease(0.0, 1, LEASE_S)
@@ -261,7 +261,7 @@ def test_stale_or_duplicate_completion_changes_nothing() -> None:
 
 
 def test_release_returns_url_and_token_without_counting_an_attempt() -> None:
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand("http://h", "x")], now=0.0)
     (robots,) = sched.lease(0.0, 1, LEASE_S)
     assert sched.release(robots, 0.0)
@@ -284,7 +284,7 @@ def test_release_returns_url_and_token_without_counting_an_attempt() -> None:
 
 
 def test_expired_leases_return_url_and_token_and_keep_the_attempt() -> None:
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand("http://a", "x"), cand("http://b", "y")], now=0.0)
     robots_a, robots_b = sched.lease(0.0, 2, 30.0)
     assert sched.complete_robots(robots_a, robots_record("http://a", 1.0), 1.0)
@@ -305,7 +305,7 @@ def test_expired_leases_return_url_and_token_and_keep_the_attempt() -> None:
 
 
 def test_retry_completion_requeues_and_discovered_urls_are_added() -> None:
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand("http://h", "x")], now=0.0)
     open_host(sched, "http://h", 0.0)
     (lease,) = sched.lease(0.0, 1, LEASE_S)
@@ -323,7 +323,7 @@ def test_retry_completion_requeues_and_discovered_urls_are_added() -> None:
 
 
 def test_host_clock_only_moves_forward_and_none_leaves_it() -> None:
-    sched = Scheduler()
+    sched = MemoryFrontier()
     sched.add([cand("http://h", str(i)) for i in range(3)], now=0.0)
     open_host(sched, "http://h", 0.0, next_allowed_at=5.0)
     (lease,) = sched.lease(5.0, 1, LEASE_S)
@@ -335,7 +335,7 @@ def test_host_clock_only_moves_forward_and_none_leaves_it() -> None:
 
 
 def test_max_pages_per_host_budget() -> None:
-    sched = Scheduler(FrontierLimits(max_pages_per_host=3))
+    sched = MemoryFrontier(FrontierLimits(max_pages_per_host=3))
     result = sched.add([cand("http://a", str(i)) for i in range(5)] + [cand("http://b", "0")], 0.0)
     assert (result.added, result.already_seen, result.rejected) == (4, 0, {"budget_host": 2})
     assert sched.url_state("http://a/4") == ("excluded", "budget_host")
@@ -351,7 +351,7 @@ def test_max_pages_per_host_budget() -> None:
 
 def test_next_ready_at_is_none_when_the_crawl_is_done() -> None:
     policy = PolitenessPolicy(min_delay=0.5, delay_factor=1.0)
-    sched = Scheduler(FrontierLimits(max_in_flight_per_host=2))
+    sched = MemoryFrontier(FrontierLimits(max_in_flight_per_host=2))
     urls = [cand(f"http://h{i}", f"p{j}", priority=j % 3) for i in range(7) for j in range(9)]
     sched.add(urls, now=0.0)
     log = drive(sched, VirtualClock(), lambda h: 0.1, policy, concurrency=4)
@@ -372,7 +372,7 @@ class FrontierMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = 0.0
-        self.sched = Scheduler()
+        self.sched = MemoryFrontier()
         self.max_in_flight = 1
         self.outstanding: dict[str, Lease] = {}
         self.ended: list[Lease] = []
@@ -384,7 +384,7 @@ class FrontierMachine(RuleBasedStateMachine):
     @initialize(max_in_flight=st.integers(1, 3), budget=st.none() | st.integers(0, 6))
     def setup(self, max_in_flight: int, budget: int | None) -> None:
         self.max_in_flight = max_in_flight
-        self.sched = Scheduler(FrontierLimits(max_in_flight, budget))
+        self.sched = MemoryFrontier(FrontierLimits(max_in_flight, budget))
 
     def _candidates(self, data: st.DataObject) -> list[UrlCandidate]:
         picks = data.draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 15)), max_size=6))

@@ -1,4 +1,5 @@
-"""The pure, in-memory Mercator frontier: no I/O and no clock reads; every method takes ``now``.
+"""The memory engine: the in-memory Mercator frontier, the reference every store is held to by
+tests/conformance. No I/O and no clock reads; every method takes ``now``.
 
 Two levels, as in Mercator (Heydon & Najork, "Mercator: A scalable, extensible web crawler",
 1999, §3.2): a heap of ready hosts keyed by (next_allowed_at, seq), and per host a heap of
@@ -91,7 +92,7 @@ class _Active:
     expires_at: float
 
 
-class Scheduler:
+class MemoryFrontier:
     """The frontier core; implements ``crawlspace.store.base.Frontier``."""
 
     def __init__(
