@@ -17,9 +17,9 @@ from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.report import crawl_stats
 from crawlspace.store.redis.frontier import RedisFrontier, connect
-from tests.integration.test_redis_workers import cli
 from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import run_and_close
+from tests.workers import crawl_with_workers
 
 VARIANTS = 12
 NEAR = 4
@@ -150,20 +150,9 @@ def test_workers_find_the_same_duplicates_as_one_crawl(
     config.write_text(
         "[crawl]\nallow_nets = ['127.0.0.0/8']\nmin_delay = 0.0\ndelay_factor = 0.0\n"
     )
-    shared = ["--frontier", redis.url, "--namespace", "dups", "--buckets", "8"]
     outs = [tmp_path / "w1", tmp_path / "w2"]
     with WebFarm({"dups": build_site()}) as farm:
-        seed = [*cli("seed", *shared), "--config", str(config), "-q", farm.url("dups", "/")]
-        subprocess.run(seed, check=True, timeout=60)
-        workers = [
-            subprocess.Popen(
-                [*cli("worker", *shared), "--config", str(config), "--out", str(out), "-q"],
-                stdout=subprocess.DEVNULL,
-            )
-            for out in outs
-        ]
-        for worker in workers:
-            assert worker.wait(timeout=60) == 0
+        crawl_with_workers(redis.url, "dups", 8, config, seeds=[farm.url("dups", "/")], outs=outs)
         deeper, host = farm.url("dups", "/deeper"), farm.host_key("dups")
     frontier = RedisFrontier(connect(redis.url), namespace="dups", buckets=8, epoch=0)
     try:

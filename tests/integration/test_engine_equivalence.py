@@ -29,8 +29,9 @@ from tests.integration.test_crawl_politeness import assert_polite
 from tests.integration.test_dedup_crawl import _article
 from tests.integration.test_dedup_crawl import build_site as dups_site
 from tests.integration.test_recrawl import LAST_MODIFIED, ChangingPage
-from tests.integration.test_redis_workers import cli, wait_for
+from tests.integration.test_redis_workers import wait_for
 from tests.redis_servers import RedisDeployment, start_cluster
+from tests.workers import cli
 
 MIN_DELAY = 0.02
 DURATION = 9.0

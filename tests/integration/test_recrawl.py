@@ -5,7 +5,6 @@ changes is downloaded again, and every visit is a new version with its own event
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -21,8 +20,8 @@ from crawlspace.export import iter_records
 from crawlspace.report import crawl_stats, open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_crawl_politeness import assert_polite
-from tests.integration.test_redis_workers import cli
 from tests.redis_servers import RedisDeployment, start_cluster
+from tests.workers import crawl_with_workers
 
 STATIC = ["/a.html", "/b.html", "/c.html"]
 LAST_MODIFIED = "Wed, 01 Jan 2025 00:00:00 GMT"
@@ -224,19 +223,11 @@ def test_workers_on_a_cluster_revalidate_unchanged_pages_too(
         "revisit_max_interval = 1.2\nrevisit_initial_interval = 0.3\n"
     )
     news = ChangingPage()
-    shared = ["--frontier", cluster.url, "--namespace", "recrawl", "--buckets", "16"]
+    outs = [tmp_path / "w1", tmp_path / "w2"]
     with WebFarm({"site": build_site(news)}) as farm:
-        seed = [*cli("seed", *shared), "--config", str(config), "-q", farm.url("site", "/")]
-        subprocess.run(seed, check=True, timeout=60)
-        workers = [
-            subprocess.Popen(
-                [*cli("worker", *shared), "--config", str(config), "--out", str(tmp_path / w)],
-                stdout=subprocess.DEVNULL,
-            )
-            for w in ("w1", "w2")
-        ]
-        for worker in workers:
-            assert worker.wait(timeout=60) == 0
+        crawl_with_workers(
+            cluster.url, "recrawl", 16, config, seeds=[farm.url("site", "/")], outs=outs
+        )
         farm.wait_idle()
         log = farm.requests_for("site")
     assert_polite(log, 0.01)

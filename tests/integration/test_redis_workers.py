@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment, start_cluster, wait_cluster_ok
 from tests.webs import linked_pages, slow_site
+from tests.workers import cli
 
 MIN_DELAY = 0.05
 # Long enough that a SIGKILL sent right after a lease is seen lands inside that fetch.
@@ -49,10 +49,6 @@ def build_farm() -> WebFarm:
     # Slow answers keep leases open for a while, so a kill lands on held leases.
     sites["slow"] = slow_site("slow", PAGES, SLOW_FETCH)
     return WebFarm(sites)
-
-
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "crawlspace.cli", *args]
 
 
 def seed(frontier_url: str, namespace: str, config: Path, farm: WebFarm) -> None:

@@ -3,7 +3,6 @@ crawl at N pages, as `crawlspace crawl --max-pages N` does, judged from the serv
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +11,9 @@ import pytest
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.report import open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
-from tests.integration.test_redis_workers import cli
 from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import linked_pages, slow_site
+from tests.workers import crawl_with_workers
 
 SITES = 10
 PAGES = 10
@@ -45,20 +44,10 @@ def test_max_pages_is_crawl_wide_across_workers(tmp_path: Path, redis: RedisDepl
     )
     sites = {f"s{i}": html_site(f"s{i}", linked_pages(PAGES)) for i in range(SITES - 1)}
     sites["slow"] = slow_site("slow", PAGES, 0.2)  # holds leases open while others finish
-    shared = ["--frontier", redis.url, "--namespace", "budget", "--buckets", "8"]
+    outs = [tmp_path / f"w{i}" for i in range(WORKERS)]
     with WebFarm(sites) as farm:
         seeds = [farm.url(name, "/") for name in farm.names]
-        subprocess.run([*cli("seed", *shared), "--config", str(config), "-q", *seeds], check=True)
-        outs = [tmp_path / f"w{i}" for i in range(WORKERS)]
-        workers = [
-            subprocess.Popen(
-                [*cli("worker", *shared), "--config", str(config), "--out", str(out), "-q"],
-                stdout=subprocess.DEVNULL,
-            )
-            for out in outs
-        ]
-        for worker in workers:
-            assert worker.wait(timeout=60) == 0
+        crawl_with_workers(redis.url, "budget", 8, config, seeds=seeds, outs=outs)
         farm.wait_idle()
         pages = [r for name in farm.names for r in farm.requests_for(name)]
     served = [r for r in pages if r.path_qs != "/robots.txt"]
