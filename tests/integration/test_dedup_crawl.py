@@ -17,6 +17,7 @@ from crawlspace.crawl import Crawler
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.report import crawl_stats
 from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.views import frontier_stats
 from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import run_and_close
 from tests.workers import crawl_with_workers
@@ -42,7 +43,7 @@ def build_site() -> Site:
     links += '<a href="/same?utm_source=mail&utm_medium=x">t</a><a href="/same;jsessionid=AB">s</a>'
     links += '<a href="/same">s</a>'
     links += "".join(f'<a href="/near/{i}">n{i}</a>' for i in range(NEAR))
-    links += '<a href="/other">o</a>'
+    links += '<a href="/other">o</a><a href="/note" rel="nofollow">a note</a>'
     routes = {
         "/": html(_page(_article(3), links)),
         "/same": html(same),
@@ -157,6 +158,7 @@ def test_workers_find_the_same_duplicates_as_one_crawl(
     frontier = RedisFrontier(connect(redis.url), namespace="dups", buckets=8, epoch=0)
     try:
         counters = frontier.client.hgetall("dups:counters")
+        shown = frontier_stats(frontier)
         prefix = frontier.key_prefix(frontier.bucket(host))
         url_id = frontier.client.hget(prefix + "seen", deeper)
         deeper_priority = int(frontier.client.hget(f"{prefix}u:{url_id}", "prio"))
@@ -164,6 +166,12 @@ def test_workers_find_the_same_duplicates_as_one_crawl(
         frontier.close()
     assert int(counters["dedup.exact_duplicates"]) == VARIANTS
     assert int(counters["dedup.near_duplicates"]) == NEAR - 1
+    # `crawlspace stats --frontier`: the crawl-wide dedup counts, and the links the workers
+    # refused (the nofollow one), counted once crawl-wide as in the workers' own directories.
+    assert shown["dedup"]["exact_duplicates"] == VARIANTS
+    assert shown["rejections"]["nofollow"] >= 1
+    refused = [crawl_stats(out)["rejections"] for out in outs]
+    assert shown["rejections"]["nofollow"] == sum(r.get("nofollow", 0) for r in refused)
     local = [crawl_stats(out)["dedup"] for out in outs]
     assert sum(d["exact_duplicates"] for d in local) == VARIANTS
     assert sum(d["near_duplicates"] for d in local) == NEAR - 1

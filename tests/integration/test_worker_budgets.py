@@ -11,6 +11,7 @@ import pytest
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.report import open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.views import frontier_stats
 from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import linked_pages, slow_site
 from tests.workers import crawl_with_workers
@@ -60,5 +61,9 @@ def test_max_pages_is_crawl_wide_across_workers(tmp_path: Path, redis: RedisDepl
     try:
         assert frontier.settle_pages(0, 0, 0)[0] == MAX_PAGES
         assert frontier.queued() > 0  # stopped by the budget, not for want of work
+        # `crawlspace stats --frontier` shows the crawl-wide figures.
+        stats = frontier_stats(frontier)
+        assert stats["budget"]["pages"] == MAX_PAGES
+        assert stats["fetched"] == MAX_PAGES
     finally:
         frontier.close()

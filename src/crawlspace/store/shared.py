@@ -133,6 +133,7 @@ class SharedStore(SqliteStore):
                 if not self.frontier.complete(lease, completion, now):
                     raise _Stale
                 self._count(db, completion.rejections)
+                self.frontier.count_rejections(completion.rejections)  # crawl-wide
         except _Stale:
             return False
         return True
@@ -162,6 +163,10 @@ class SharedStore(SqliteStore):
             (lease.url_id, lease.version),
         ).fetchone()
         return int(row[0])
+
+    def count_rejections(self, rejections: dict[str, int]) -> None:
+        super().count_rejections(rejections)  # this worker's own stats
+        self.frontier.count_rejections(rejections)  # and the crawl's
 
     def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
         # Each completion is its own conditional write on the shared frontier.

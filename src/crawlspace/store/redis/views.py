@@ -210,6 +210,19 @@ def frontier_stats(frontier: RedisFrontier) -> dict[str, Any]:
         },
         "robots": dict(sorted(robots.items())),
         "events": total("events", lambda p, k: p.xlen(k)),
+        # Planned revisits not yet due (--continuous, lua/promote.lua).
+        "revisits_scheduled": total("due", lambda p, k: p.zcard(k)),
+        "dedup": {
+            name.removeprefix("dedup."): int(n)
+            for name, n in sorted(counters.items())
+            if name.startswith("dedup.")
+        },
+        # The crawl-wide page and byte budgets' counts (crawlspace/budget.py, lua/budget.lua).
+        "budget": {
+            name: int(n)
+            for name, n in sorted(client.hgetall(f"{{{ns}:budget}}:st").items())
+            if name in ("pages", "bytes")
+        },
         "seeds": int(client.scard(f"{ns}:seeds")),
         # Worker epochs taken so far: one per worker (or seed) process ever started.
         "epochs": int(client.get(f"{ns}:epoch") or 0),
