@@ -40,6 +40,16 @@ class _Stale(Exception):
     """The shared frontier refused the completion: roll the local rows back."""
 
 
+def _shared_counts(completion: Completion, verdict: ContentVerdict | None) -> dict[str, int]:
+    """What a committed completion adds to the crawl-wide counters (``stats --frontier``)."""
+    counts = {f"rejected.{name}": n for name, n in completion.rejections.items()}
+    if verdict is not None and verdict.exact_of is not None:
+        counts["dedup.exact_duplicates"] = 1
+    elif verdict is not None and verdict.near_of is not None:
+        counts["dedup.near_duplicates"] = 1
+    return counts
+
+
 class SharedStore(SqliteStore):
     """Implements ``crawlspace.store.base.Store`` for one of many workers on a shared frontier."""
 
@@ -133,7 +143,7 @@ class SharedStore(SqliteStore):
                 if not self.frontier.complete(lease, completion, now):
                     raise _Stale
                 self._count(db, completion.rejections)
-                self.frontier.count_rejections(completion.rejections)  # crawl-wide
+                self.frontier.count(_shared_counts(completion, verdict))  # crawl-wide
         except _Stale:
             return False
         return True
@@ -145,11 +155,6 @@ class SharedStore(SqliteStore):
         assert self.content is not None
         verdict = classify(self.content, fetch, lease.url_id, first_visit=lease.version == 1)
         completion.duplicate = verdict.duplicate
-        if verdict.duplicate:
-            exact = int(verdict.exact_of is not None)
-            self.frontier.count(
-                {"dedup.exact_duplicates": exact, "dedup.near_duplicates": 1 - exact}
-            )
         if completion.discovered:
             dups, fetched = self.frontier.host_counts(lease.host_key)
             penalty = duplicate_penalty(dups + int(verdict.duplicate), fetched + 1)
