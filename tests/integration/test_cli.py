@@ -181,6 +181,39 @@ def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
     ).stdout.splitlines()
     assert csv_out[0].startswith("url,final_url,status,fetched_at,duration_ms,content_type,bytes")
     assert len(csv_out) == stats["pages"] + 1
+    # Run again: a fresh demo, not a resume of the last one with nothing left to fetch.
+    second = subprocess.run(
+        [sys.executable, "-m", "crawlspace.cli", "demo", "--out", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert f"{stats['pages']} pages this run" in second.stdout
+    again = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert again["pages"] == stats["pages"]
+    assert len(list((out / "warc").glob("*.warc.gz"))) == 1
+
+
+def test_the_demo_never_resumes_a_crawl_that_is_not_a_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "real"
+    out.mkdir()
+    SqliteStore(out / "crawl.db").close()
+    before = sorted(p.name for p in out.iterdir())
+    assert main(["demo", "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "is not a crawlspace demo directory" in err
+    assert sorted(p.name for p in out.iterdir()) == before  # nothing touched
 
 
 @pytest.mark.parametrize("command", ["stats", "export", "seed", "worker"])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import shutil
 from pathlib import Path
 
 from rich.console import Console
 
 from crawlspace.config import CrawlConfig, ResolveOverride
 from crawlspace.demo.sample_web import base_urls_for, resolve_map, sample_farm, seed_urls
+from crawlspace.errors import OutputDirError
 from crawlspace.runner import print_summary, run_crawl
 
 # The demo should be quick but still visibly polite: a short gap, one request per host.
@@ -29,7 +32,32 @@ def demo_config(resolve: dict[str, tuple[str, int]], *, progress: bool) -> Crawl
     )
 
 
+# Written into every demo directory: only a directory holding it is emptied by the next demo.
+DEMO_MARK = ".crawlspace-demo"
+
+
+def fresh_demo_dir(out_dir: Path) -> None:
+    """Each demo starts from nothing. The demo's settings (a 0.1 s gap, Crawl-delay capped at
+    1 s) must never resume a real crawl, so a non-empty directory without the demo's mark is
+    refused, and one with it is emptied (unless a demo is running in it)."""
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not (out_dir / DEMO_MARK).is_file():
+            raise OutputDirError(
+                f"{out_dir} is not a crawlspace demo directory and is not empty;"
+                " give the demo a new or empty --out directory"
+            )
+        with open(out_dir / ".lock", "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OutputDirError(f"{out_dir} is in use by a running demo") from None
+            shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / DEMO_MARK).write_text("made by `crawlspace demo`; the next demo empties this\n")
+
+
 def run_demo(out_dir: Path, *, quiet: bool = False) -> int:
+    fresh_demo_dir(out_dir)
     console = Console()
     with sample_farm() as farm:
         ports = {name: farm.port(name) for name in farm.names}
