@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from crawlspace.crawl import Crawler, CrawlSummary
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
@@ -57,6 +60,7 @@ __all__ = [
     "run_and_close",
     "site_with_robots",
     "slow_site",
+    "stats_json",
     "status_site",
 ]
 
@@ -68,6 +72,14 @@ def run_and_close(crawler: Crawler, seeds: Iterable[str]) -> CrawlSummary:
         return crawler.run()
     finally:
         crawler.close()
+
+
+def stats_json(out: Path) -> dict[str, Any]:
+    """What `crawlspace stats DIR --json` prints, run as a user would."""
+    command = [sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
 
 
 def crawl_command(out: Path, config_toml: str, seeds: Iterable[str]) -> list[str]:

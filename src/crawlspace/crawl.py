@@ -46,7 +46,6 @@ from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
 from crawlspace.store.sqlite_priority import Ranking
-from crawlspace.store.sqlite_traps import StoreBudgets
 from crawlspace.store.warc import (
     RecoveredFile,
     WarcWriter,
@@ -167,7 +166,6 @@ class Crawler:
         self.fatal_error: str | None = None
         self.telemetry = Telemetry(config, self.store)
         # Trap budgets with state and the recrawl policy live in the store (sqlite_traps.py).
-        self.store.budgets = StoreBudgets.from_config(config)
         self.store.ranking = Ranking(config.priority_rules())
         self._revisit = config.revisit_policy()
         self.bytes_done = 0

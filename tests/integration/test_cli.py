@@ -11,6 +11,7 @@ import pytest
 
 from crawlspace.cli import build_parser, main
 from crawlspace.store.sqlite import SqliteStore
+from tests.webs import stats_json
 
 # Should a bad input ever get through, the crawl must send nothing anywhere: a loopback URL the
 # address guard refuses (no --allow-net).
@@ -132,14 +133,7 @@ def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
         check=True,
     )
     assert "crawl summary" in done.stdout
-    stats = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    stats = stats_json(out)
     assert stats["hosts_crawled"] == 4
     assert stats["pages"] >= 50
     assert stats["reasons"].get("excluded:robots", 0) >= 1
@@ -190,14 +184,7 @@ def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
         check=True,
     )
     assert f"{stats['pages']} pages this run" in second.stdout
-    again = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    again = stats_json(out)
     assert again["pages"] == stats["pages"]
     assert len(list((out / "warc").glob("*.warc.gz"))) == 1
 

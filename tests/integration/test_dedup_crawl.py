@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +16,7 @@ from crawlspace.report import crawl_stats
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from crawlspace.store.redis.views import frontier_stats
 from tests.redis_servers import RedisDeployment, start_single
-from tests.webs import run_and_close
+from tests.webs import run_and_close, stats_json
 from tests.workers import crawl_with_workers
 
 VARIANTS = 12
@@ -87,14 +84,7 @@ def test_duplicates_are_detected_and_reported(tmp_path: Path) -> None:
     # Near duplicates still had their links followed, and the same page is queued lower.
     assert "/deeper" in paths
     # The CLI shows the same numbers.
-    shown = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "crawlspace.cli", "stats", str(out), "--json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    shown = stats_json(out)
     assert shown["dedup"]["exact_duplicates"] == VARIANTS
 
 

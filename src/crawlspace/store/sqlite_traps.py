@@ -25,19 +25,11 @@ _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay 
 
 @dataclass(frozen=True, slots=True)
 class StoreBudgets:
-    """The discovery-ratio window (built from CrawlConfig in crawl.py)."""
+    """The discovery-ratio window (the store builds it from its FrontierLimits)."""
 
     discovery_window: int = 20
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
-
-    @classmethod
-    def from_config(cls, config: Any) -> StoreBudgets:
-        return cls(
-            discovery_window=config.discovery_window,
-            discovery_trap_ratio=config.discovery_trap_ratio,
-            trap_priority_penalty=config.trap_priority_penalty,
-        )
 
 
 HostIds = Callable[[sqlite3.Connection, str], int]
