@@ -16,6 +16,7 @@ from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
 from crawlspace.frontier.budgets import compile_excludes
+from crawlspace.frontier.front_queues import FrontQueues, front_queues
 from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
 from crawlspace.frontier.revisit import RevisitPolicy
 
@@ -163,6 +164,10 @@ class CrawlConfig:
     inlink_cap: int = 10
     aopic_tax: float = 0.1
     path_ascending: bool = False
+    # Across hosts (frontier/front_queues.py): a ready host whose best queued URL is in a better
+    # band (one link depth, or one halving of AOPIC cash) goes first; each host_priority_aging
+    # seconds a host has waited ready count as one band, so none is starved (0: oldest first).
+    host_priority_aging: float = 60.0
 
     @property
     def product_token(self) -> str:
@@ -237,6 +242,7 @@ class CrawlConfig:
         try:
             compile_excludes(self.exclude)
             self.priority_rules()
+            self.front_queues()
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         for net in self.allow_nets:
@@ -255,6 +261,9 @@ class CrawlConfig:
             self.inlink_cap,
             self.aopic_tax,
         )
+
+    def front_queues(self) -> FrontQueues:
+        return front_queues(self.priority_policy, self.host_priority_aging)
 
     def revisit_policy(self) -> RevisitPolicy:
         return RevisitPolicy(

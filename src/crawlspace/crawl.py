@@ -93,6 +93,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         discovery_window=config.discovery_window,
         discovery_trap_ratio=config.discovery_trap_ratio,
         trap_priority_penalty=config.trap_priority_penalty,
+        front=config.front_queues(),
     )
 
 

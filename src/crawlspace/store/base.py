@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawlspace.frontier.budgets import KeyedBudget
+from crawlspace.frontier.front_queues import FrontQueues
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 
 
@@ -38,6 +39,8 @@ class FrontierLimits:
     discovery_window: int = 20
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
+    # Cross-host order: the front band of each host's best URL, with aging (front_queues.py).
+    front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,12 @@
 tests/conformance. No I/O and no clock reads; every method takes ``now``.
 
 Two levels, as in Mercator (Heydon & Najork, "Mercator: A scalable, extensible web crawler",
-1999, §3.2): a heap of ready hosts keyed by (next_allowed_at, seq), and per host a heap of
-(priority, seq, url_id). A host is in the ready heap only while it can take another lease (it
-has queued URLs, a free token and no robots fetch outstanding), so ``lease`` never scans idle or
-busy hosts. Heap entries are deleted lazily: each host remembers the seq of its one live entry,
-and any popped entry with another seq is stale.
+1999, §3.2): heaps of ready hosts keyed by (next_allowed_at, seq), one per front band
+(frontier/front_queues.py: the band of the host's best queued URL; the lease takes the best rank
+among the band heads), and per host a heap of (priority, seq, url_id). A host is in a ready heap
+only while it can take another lease (it has queued URLs, a free token and no robots fetch
+outstanding), so ``lease`` never scans idle or busy hosts. Heap entries are deleted lazily: each
+host remembers the seq of its one live entry, and any popped entry with another seq is stale.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
+from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.states import REVISITABLE, UrlState, check_revisit, check_transition
 from crawlspace.records import (
     Completion,
@@ -30,8 +32,6 @@ from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.urls import host_key
 
 _NEVER = float("-inf")
-# Promoted revisits sit this far below new URLs in a host's queue (as in every store).
-REVISIT_BAND = 1 << 40
 _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 _BUDGET_HOST = "budget_host"
 # Rebuild a lazily-deleted heap once it holds this many times more entries than live ones.
@@ -78,6 +78,7 @@ class _Host:
     robots: RobotsRecord | None = None
     robots_lease_id: str | None = None
     heap_seq: int = -1  # seq of this host's live ready-heap entry; -1 when it has none
+    heap_band: int = 0  # the front band whose heap holds that entry
     budget_counts: dict[str, int] = field(default_factory=dict)  # keyed budgets' counters
     day: int = -1  # the UTC day of day_pages (frontier/budgets.py day_budget)
     day_pages: int = 0
@@ -109,7 +110,9 @@ class MemoryFrontier:
         self._urls: dict[str, _Url] = {}  # every URL ever seen: the source of truth for dedup
         self._by_id: list[_Url | None] = [None]  # url_id 0 is the robots lease's placeholder
         self._hosts: dict[str, _Host] = {}
-        self._ready: list[tuple[float, int, _Host]] = []
+        self._front = limits.front
+        # One heap of ready hosts per front band (frontier/front_queues.py).
+        self._ready: list[list[tuple[float, int, _Host]]] = [[] for _ in range(limits.front.count)]
         self._active: dict[str, _Active] = {}
         self._expiry: list[tuple[float, int, str]] = []
         self._due: list[tuple[float, int, int]] = []  # (next_fetch_at, seq, url_id), lazy
@@ -206,20 +209,27 @@ class MemoryFrontier:
 
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
         leases: list[Lease] = []
-        ready = self._ready
-        while ready and len(leases) < limit:
-            at, seq, host = ready[0]
-            if seq != host.heap_seq:
-                heapq.heappop(ready)
-                continue
-            if at > now:
+        while len(leases) < limit:
+            best = self._front.merge(self._ready_heads(now), 1)
+            if not best:
                 break
-            heapq.heappop(ready)
+            heap = self._ready[best[0]]
+            host = heapq.heappop(heap)[2]
             host.heap_seq = -1
             leases.append(self._grant(host, now, lease_seconds))
             # Back of the line among equally-ready hosts; only re-enters if it has a token left.
             self._reschedule(host)
         return leases
+
+    def _ready_heads(self, now: float) -> list[tuple[int, float, int]]:
+        """(band, ready_at, band) of each band's first live host ready at ``now``."""
+        heads = []
+        for band, heap in enumerate(self._ready):
+            while heap and heap[0][1] != heap[0][2].heap_seq:
+                heapq.heappop(heap)
+            if heap and heap[0][0] <= now:
+                heads.append((band, heap[0][0], band))
+        return heads
 
     def _grant(self, host: _Host, now: float, lease_seconds: float) -> Lease:
         lease_id = f"L{next(self._lease_ids)}"
@@ -280,7 +290,8 @@ class MemoryFrontier:
         return host.revisits if take_revisit else host.queue
 
     def _reschedule(self, host: _Host) -> None:
-        """Give ``host`` exactly one live ready-heap entry if it can take a lease, else none."""
+        """Give ``host`` exactly one live entry, in the heap of its front band, if it can take a
+        lease, else none."""
         leasable = (
             bool(host.queue or host.revisits)
             and host.in_flight < self._limits.max_in_flight_per_host
@@ -289,14 +300,17 @@ class MemoryFrontier:
         if not leasable:
             host.heap_seq = -1
             return
-        if host.heap_seq >= 0:
-            return  # already in the heap; callers re-push after any next_allowed_at change
+        head = (host.revisits or host.queue)[0][0]
+        band = self._front.band(head)
+        if host.heap_seq >= 0 and host.heap_band == band:
+            return  # already in place; callers re-push after any next_allowed_at change
         seq = next(self._seq)
-        host.heap_seq = seq
-        heapq.heappush(self._ready, (host.next_allowed_at, seq, host))
-        if len(self._ready) > _COMPACT_FACTOR * len(self._hosts) + _COMPACT_MIN:
-            self._ready = [e for e in self._ready if e[1] == e[2].heap_seq]
-            heapq.heapify(self._ready)
+        host.heap_seq, host.heap_band = seq, band
+        heapq.heappush(self._ready[band], (host.next_allowed_at, seq, host))
+        if sum(map(len, self._ready)) > _COMPACT_FACTOR * len(self._hosts) + _COMPACT_MIN:
+            for heap in self._ready:
+                heap[:] = [e for e in heap if e[1] == e[2].heap_seq]
+                heapq.heapify(heap)
 
     def _move_clock(self, host: _Host, next_allowed_at: float | None) -> None:
         if next_allowed_at is not None and next_allowed_at > host.next_allowed_at:
@@ -472,13 +486,7 @@ class MemoryFrontier:
     # ------------------------------------------------------------------------------ inspection
 
     def next_ready_at(self) -> float | None:
-        ready = self._ready
-        while ready:
-            at, seq, host = ready[0]
-            if seq == host.heap_seq:
-                return at
-            heapq.heappop(ready)
-        return None
+        return min((at for _, at, _ in self._ready_heads(float("inf"))), default=None)
 
     def in_flight(self) -> int:
         return len(self._active)

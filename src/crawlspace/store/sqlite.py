@@ -30,6 +30,7 @@ from crawlspace.records import (
 from crawlspace.store import (
     sqlite_dedup,
     sqlite_enqueue,
+    sqlite_front,
     sqlite_lease,
     sqlite_priority,
     sqlite_revisit,
@@ -93,6 +94,7 @@ class SqliteStore:
             sqlite_dedup.migrate(self._db)
             sqlite_revisit.migrate(self._db)
             sqlite_priority.migrate(self._db)
+            sqlite_front.migrate(self._db, self.limits.front)
             if seen_filter is not None:
                 sqlite_dedup.rebuild_seen(self._db, seen_filter, self.path)
             if near_index is not None:
@@ -243,6 +245,7 @@ class SqliteStore:
                 revisits=(self.limits.revisit_share, self._band_tally)
                 if self._revisits_possible
                 else None,
+                front=self.limits.front,
             )
 
     def _current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None:

@@ -3,9 +3,11 @@ taken, in the caller's ``BEGIN IMMEDIATE`` transaction (so two processes sharing
 never both take one host's token).
 
 A host is ready when its generated ``ready_at`` (next-allowed time, or never while its token is
-taken or its queue is empty) has passed: the ``hosts_ready`` index is the Mercator heap of
-per-host next-allowed times. A host whose robots.txt is missing or stale is leased for that
-first; otherwise for the head of its queue (lowest priority, then first found).
+taken or its queue is empty) has passed: the ``hosts_front`` index on (band, ready_at) is the
+Mercator heap of per-host next-allowed times, one per front band, and the ready hosts go in
+order of rank (frontier/front_queues.py, store/sqlite_front.py). A host whose robots.txt is
+missing or stale is leased for that first; otherwise for the head of its queue (lowest
+priority, then first found).
 """
 
 from __future__ import annotations
@@ -14,15 +16,22 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from crawlspace.frontier.front_queues import FrontQueues
 from crawlspace.records import Lease, LeaseKind
 from crawlspace.robots.policy import robots_url
 from crawlspace.store import sqlite_revisit
+from crawlspace.store.sqlite_front import ready_sql
 
 __all__ = ["lease_ready"]
 
 # (revisit_share, per-host band tally) when revisits may be queued (store/sqlite_revisit.py).
 Revisits = tuple[float, dict[int, list[int]]]
 _Host = tuple[int, str, int, int]  # id, host key, backoff level, failures
+_HOST_COLUMNS = (
+    "id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures,"
+    " (SELECT u.id FROM urls u WHERE u.host_id = hosts.id AND u.state = 'queued'"
+    "  ORDER BY u.priority, u.id LIMIT 1)"
+)
 
 
 def lease_ready(
@@ -33,16 +42,12 @@ def lease_ready(
     *,
     new_id: Callable[[], str],
     revisits: Revisits | None,
+    front: FrontQueues,
 ) -> list[Lease]:
-    # The ready hosts and, in the same statement, each one's best queued URL (the urls_queue
-    # index answers each subquery with one seek).
-    hosts = db.execute(
-        "SELECT id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures,"
-        " (SELECT u.id FROM urls u WHERE u.host_id = hosts.id AND u.state = 'queued'"
-        "  ORDER BY u.priority, u.id LIMIT 1)"
-        " FROM hosts WHERE ready_at <= ? ORDER BY ready_at LIMIT ?",
-        (now, limit),
-    ).fetchall()
+    # The ready hosts of each front band and, in the same statement, each one's best queued URL
+    # (the urls_queue index answers each subquery with one seek); the best ranks go first.
+    rows = db.execute(ready_sql(front, _HOST_COLUMNS), (now, limit) * front.count).fetchall()
+    hosts = front.merge(((row[0], row[1], row[2:]) for row in rows), limit)
     leases: list[Lease] = []
     robots_rows: list[tuple[str, float, int]] = []
     pages: list[_Host] = []

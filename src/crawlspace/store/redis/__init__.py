@@ -9,16 +9,18 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
 
     {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease
                                ids), wseq (replication barriers, wait.py), iver (version of the
-                               bucket's index marks, index.py)
-    {ns:bN}:ready       zset   host -> next_allowed_at, only hosts that can take a lease
+                               bucket's index marks, index.py), rm (its ready marks, _common.lua)
+    {ns:bN}:ready:F     zset   host -> next_allowed_at, only hosts that can take a lease, in the
+                               front band F of their best queued URL (frontier/front_queues.py)
     {ns:bN}:seen        hash   url -> url id: the exact seen set
     {ns:bN}:dx          hash   url -> url id of URLs excluded for their depth (re-admittable)
     {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" -> expires_at
     {ns:bN}:due         zset   url id -> next fetch time of a planned revisit
     {ns:bN}:events      stream one entry per successful completion (url id, version, lease, epoch)
-    {ns:bN}:h:<host>    hash   inflight, next, admitted, fetched, dups, rlease (robots lease), rexp
-                               (robots expiry), backoff, failures, day/dayn (pages today),
-                               wp/wn/wr/wf (discovery window), rv/nw (revisit share tally)
+    {ns:bN}:h:<host>    hash   inflight, next, band (front band), admitted, fetched, dups, rlease
+                               (robots lease), rexp (robots expiry), backoff, failures, day/dayn
+                               (pages today), wp/wn/wr/wf (discovery window), rv/nw (revisit
+                               share tally)
     {ns:bN}:k:<host>    hash   keyed budget counters (URL template -> URLs admitted)
     {ns:bN}:q:<host>    zset   url id -> priority (ties: id order, i.e. admission order)
     {ns:bN}:r:<host>    hash   the robots.txt record
@@ -27,7 +29,8 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
 
 Crawl-wide keys: ``{ns}:buckets``, ``{ns}:epoch`` (the last worker epoch taken), ``{ns}:seeds``
 (set), ``{ns}:counters`` (hash: ``rejected.<reason>``, ``dedup.*``, ``wait.short``), the bucket
-index ``{ns:idx}:ready``, ``:leases``, ``:due``, ``:ver`` (index.py), the crawl-wide page and byte
-budgets ``{ns:budget}:*`` (lua/budget.lua), and content claims and near-duplicate block tables
-spread over slots of their own, ``{ns:tN}:text`` and ``{ns:nN}:nd:<block>:<value>`` (content.py).
+index ``{ns:idx}:ready:F`` (one per front band), ``:leases``, ``:due``, ``:ver`` (index.py), the
+crawl-wide page and byte budgets ``{ns:budget}:*`` (lua/budget.lua), and content claims and
+near-duplicate block tables spread over slots of their own, ``{ns:tN}:text`` and
+``{ns:nN}:nd:<block>:<value>`` (content.py).
 """

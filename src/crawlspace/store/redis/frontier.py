@@ -23,6 +23,7 @@ import base64
 import contextlib
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from importlib.resources import files
 from typing import Any, TypeVar
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
+from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import robots_url
@@ -60,13 +62,28 @@ _SCRIPTS = (
     "expire",
     "index",
     "peek",
+    "front",
     "promote",
     "budget",
     "exclude",
 )
-# Promoted revisits sit this far below new URLs in a host queue (as in the SQLite store).
-_REVISIT_BAND = 1 << 40
-_READ_SCRIPTS = ("count_urls", "read_urls")  # for store/redis/views.py
+_READ_SCRIPTS = ("count_urls", "read_urls")
+# Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout.
+LAYOUT = ";front=1"  # for store/redis/views.py
+
+
+def stored_buckets(value: bytes | str | None, key: str) -> int | None:
+    """The bucket count in ``{ns}:buckets`` (None: no crawl there), if its layout is this one's."""
+    if value is None:
+        return None
+    text = value.decode() if isinstance(value, bytes) else value
+    count, _, layout = text.partition(";")
+    if f";{layout}" != LAYOUT:
+        raise ValueError(
+            f"{key}: this frontier was made by an older crawlspace (its key layout lacks the"
+            " front bands); finish it with that version or seed a new --namespace"
+        )
+    return int(count)
 
 
 def connect(url: str) -> Any:
@@ -119,7 +136,12 @@ class RedisFrontier:
         if epoch is None:
             epoch = int(self.retrying(lambda: self.client.incr(f"{namespace}:epoch")))
         self.epoch = epoch
-        prelude = (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
+        front = self.limits.front
+        prelude = (
+            f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
+            f" {front.width}, {front.count}, {REVISIT_BAND}\n"
+            + (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
+        )
         self._src = {
             name: prelude + (files("crawlspace.store.redis") / "lua" / f"{name}.lua").read_text()
             for name in (*_SCRIPTS, *_READ_SCRIPTS)
@@ -130,10 +152,12 @@ class RedisFrontier:
         self.index = BucketIndex(self, sweep_seconds)
 
     def _check_layout(self) -> None:
-        """Every process must hash hosts into the same number of buckets, or hosts split."""
+        """Every process must hash hosts into the same number of buckets, or hosts split; and
+        read the key layout the crawl was made with (a frontier of an older layout is refused:
+        its ready hosts would be invisible to this one's scripts)."""
         key = f"{self.namespace}:buckets"
-        self.client.set(key, self.buckets, nx=True)
-        stored = int(self.client.get(key))
+        self.client.set(key, f"{self.buckets}{LAYOUT}", nx=True)
+        stored = stored_buckets(self.client.get(key), key)
         if stored != self.buckets:
             raise ValueError(f"{key} is {stored} in Redis, this process was given {self.buckets}")
 
@@ -230,34 +254,43 @@ class RedisFrontier:
         return admit(self, candidates, now, ())[0]
 
     def _ready_counts(self, now: float, limit: int) -> dict[int, int]:
-        """Hosts ready at ``now`` in the (up to ``limit``) buckets the index says waited longest;
-        a bucket the index sent us to in vain gets its marks corrected."""
+        """How many leases each bucket grants, for the ``limit`` best-ranked hosts ready at
+        ``now`` (frontier/front_queues.py), read from the buckets the index ranks best; a bucket
+        the index sent us to in vain gets its marks corrected."""
         at = num(now)
         buckets = self.index.ready_buckets(at, limit)
         if not buckets:
             return {}
-        peeks = self.index.peek(buckets, at)
-        self.index.apply({b: p[:4] for b, p in zip(buckets, peeks, strict=True) if p[4] == 0})
-        return {b: p[4] for b, p in zip(buckets, peeks, strict=True) if p[4] > 0}
+        peeks = self.index.peek(buckets, at, limit)
+        self.index.apply({b: p.marks for b, p in zip(buckets, peeks, strict=True) if p.ready == 0})
+        # Ties keep the index's order of buckets (FrontQueues.merge).
+        ranked = sorted(
+            (
+                (rank, i, b)
+                for i, (b, p) in enumerate(zip(buckets, peeks, strict=True))
+                for rank in p.ranks
+            ),
+            key=lambda t: (t[0], t[1]),
+        )
+        counts = Counter(b for _, _, b in ranked[:limit])
+        return {b: counts[b] for b in buckets if counts[b]}
 
     def ready_hosts(self, now: float) -> int:
-        return sum(self._ready_counts(now, self.buckets).values())
+        at = num(now)
+        buckets = self.index.ready_buckets(at, self.buckets)
+        return sum(p.ready for p in self.index.peek(buckets, at, 0))
 
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
         self.index.sweep(now, num(now))
         if limit <= 0:
             return []
         calls: list[tuple[int, Sequence[object]]] = []
-        remaining = limit
         expires_at = now + lease_seconds
         head = (num(expires_at), self.epoch, self.limits.max_in_flight_per_host)
-        for bucket, count in self._ready_counts(now, limit).items():
-            if remaining <= 0:
-                break
+        share, aging = self.limits.revisit_share, self.limits.front.aging
+        for bucket, take in self._ready_counts(now, limit).items():
             # One lease per ready host in a pass; a host with spare tokens waits its turn.
-            take = min(count, remaining)
-            calls.append((bucket, (num(now), take, *head, bucket, self.limits.revisit_share)))
-            remaining -= take
+            calls.append((bucket, (num(now), take, *head, bucket, share, aging)))
         if not calls:
             return []
         replies = self.run_many("lease", calls)
@@ -444,7 +477,7 @@ class RedisFrontier:
         buckets = self.index.buckets_before("due", at)
         if not buckets:
             return 0
-        args = (at, limit, self.limits.max_in_flight_per_host, _REVISIT_BAND)
+        args = (at, limit, self.limits.max_in_flight_per_host, REVISIT_BAND)
         replies = self.run_many("promote", [(b, args) for b in buckets])
         return sum(int(n) for n in self.index.apply_replies(buckets, replies))
 
@@ -474,7 +507,7 @@ class RedisFrontier:
         # The index says the crawl is over: make sure with a full read (and repair the index)
         # before a worker stops on it. Reached once per worker at the end of a crawl.
         peeks = self.index.resync(range(self.buckets), "-inf")
-        return min((float(p[1]) for p in peeks if p[1]), default=None)
+        return min((at for p in peeks for at in p.ready_times()), default=None)
 
     def earliest_lease_expiry(self) -> float | None:
         return self.index.first("leases")

@@ -1,8 +1,9 @@
 """The crawl-wide bucket index: which buckets may have work, without reading every bucket.
 
-Four keys under their own hash tag ``{ns:idx}`` (one slot, never touched by a bucket script):
+Keys under their own hash tag ``{ns:idx}`` (one slot, never touched by a bucket script):
 
-    {ns:idx}:ready   zset   bucket -> its earliest ready time (the first score of {ns:bN}:ready)
+    {ns:idx}:ready:F zset   bucket -> the earliest ready time of its hosts in front band F (the
+                            first score of {ns:bN}:ready:F, frontier/front_queues.py)
     {ns:idx}:leases  zset   bucket -> its earliest lease expiry (the first score of {ns:bN}:leases)
     {ns:idx}:due     zset   bucket -> its earliest due revisit (the first score of {ns:bN}:due)
     {ns:idx}:ver     hash   bucket -> version of the marks above
@@ -25,19 +26,28 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from crawlspace.store.redis.frontier import RedisFrontier
 
 # Buckets re-read per sweep step: one pipelined call, whatever the bucket count.
 SWEEP_CHUNK = 32
-# bucket -> (version, ready mark, lease mark, due mark), marks as Redis formats scores, '' for
-# none.
+# bucket -> (version, ready marks, lease mark, due mark), marks as Redis formats scores, '' for
+# none; the ready marks are one per front band, comma-separated.
 Mark = tuple[int, str, str, str]
 Marks = dict[int, Mark]
-# A peek: the bucket's marks and its number of hosts ready now.
-Peek = tuple[int, str, str, str, int]
+
+
+class Peek(NamedTuple):
+    """A bucket read atomically: its marks, its hosts ready now and the best of their ranks."""
+
+    marks: Mark
+    ready: int
+    ranks: tuple[float, ...]
+
+    def ready_times(self) -> list[float]:
+        return [float(at) for at in self.marks[1].split(",") if at]
 
 
 def parse_update(reply: Sequence[Any]) -> Mark | None:
@@ -85,10 +95,12 @@ class BucketIndex:
     # -- reads ------------------------------------------------------------------------------
 
     def ready_buckets(self, at: str, limit: int) -> list[int]:
-        """Up to ``limit`` buckets whose earliest ready time is <= ``at``, longest-waiting first."""
-        key = self.prefix + "ready"
-        found = self._f.retrying(lambda: self._f.client.zrangebyscore(key, "-inf", at, 0, limit))
-        return [int(b) for b in found]
+        """Up to ``limit`` buckets with a host ready at ``at``, best-ranked host first."""
+        return [int(b) for b in self._front(at, limit)[1:]]
+
+    def _front(self, at: str, limit: int) -> list[Any]:
+        args = (self.prefix, at, limit, self._f.limits.front.aging)
+        return list(self._f.run_key("front", self.prefix + "ver", args))
 
     def due_lease_buckets(self, at: str) -> list[int]:
         return self.buckets_before("leases", at)
@@ -101,15 +113,22 @@ class BucketIndex:
 
     def first(self, which: str) -> float | None:
         """The earliest mark of ``which`` ("ready", "leases", "due") over all buckets, or None."""
+        if which == "ready":
+            earliest = self._front("+inf", 0)[0]
+            return float(earliest) if earliest else None
         key = self.prefix + which
         first = self._f.retrying(lambda: self._f.client.zrange(key, 0, 0, withscores=True))
         return float(first[0][1]) if first else None
 
-    def peek(self, buckets: Sequence[int], at: str) -> list[Peek]:
-        """Each bucket's (version, ready mark, lease mark, due mark, hosts ready at ``at``), each
+    def peek(self, buckets: Sequence[int], at: str, limit: int) -> list[Peek]:
+        """Each bucket's marks, hosts ready at ``at`` and the ranks of its ``limit`` best, each
         read atomically."""
-        replies = self._f.run_many("peek", [(b, (at,)) for b in buckets])
-        return [(int(v), str(r), str(lm), str(d), int(n)) for v, r, lm, d, n in replies]
+        aging = self._f.limits.front.aging
+        replies = self._f.run_many("peek", [(b, (at, limit, aging)) for b in buckets])
+        return [
+            Peek((int(v), str(r), str(lm), str(d)), int(n), tuple(float(x) for x in ranks))
+            for v, r, lm, d, n, *ranks in replies
+        ]
 
     # -- repairs ----------------------------------------------------------------------------
 
@@ -117,8 +136,8 @@ class BucketIndex:
         """Re-read ``buckets`` and write their marks whatever the versions in place: this repairs
         a mark that a lost update left behind or a failover rolled back (a newer update racing
         with this write can be undone by it; the next sweep repairs that too)."""
-        peeks = self.peek(buckets, at)
-        self.apply({b: p[:4] for b, p in zip(buckets, peeks, strict=True)}, forced=True)
+        peeks = self.peek(buckets, at, 0)
+        self.apply({b: p.marks for b, p in zip(buckets, peeks, strict=True)}, forced=True)
         return peeks
 
     def sweep(self, now: float, at: str) -> None:

@@ -29,7 +29,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawlspace.errors import ConfigError, StoreError
-from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.frontier import RedisFrontier, connect, stored_buckets
 
 _BATCH = 500  # keys per SCAN call and per read pipeline
 WHAT = ("urls", "events", "hosts")
@@ -49,19 +49,22 @@ def frontier_view(
         except ValueError as exc:
             raise ConfigError(f"--frontier: {exc}") from None
         try:
-            stored = client.get(f"{namespace}:buckets")
+            try:
+                stored = stored_buckets(client.get(f"{namespace}:buckets"), f"{namespace}:buckets")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
             if stored is None:
                 raise ConfigError(
                     f"{url} holds no crawl in namespace {namespace!r} ({namespace}:buckets is not"
                     " set): check --namespace, or add seeds with `crawlspace seed` first"
                 )
-            if buckets is not None and buckets != int(stored):
+            if buckets is not None and buckets != stored:
                 raise ConfigError(
                     f"--buckets {buckets}: the crawl in namespace {namespace!r} uses {stored};"
                     " leave --buckets out to use it"
                 )
             frontier = RedisFrontier(
-                client, namespace=namespace, buckets=int(stored), epoch=0, retry_seconds=5.0
+                client, namespace=namespace, buckets=stored, epoch=0, retry_seconds=5.0
             )
         except BaseException:
             client.close()
@@ -200,7 +203,10 @@ def frontier_stats(frontier: RedisFrontier) -> dict[str, Any]:
         "fetched": frontier.fetched_pages(),
         "hosts": hosts,
         "hosts_crawled": crawled,
-        "hosts_ready": total("ready", lambda p, k: p.zcard(k)),
+        "hosts_ready": sum(
+            total(f"ready:{band}", lambda p, k: p.zcard(k))
+            for band in range(frontier.limits.front.count)
+        ),
         "states": {k: n for k, n in sorted(urls.items()) if ":" not in k},
         "reasons": {k: n for k, n in sorted(urls.items()) if ":" in k},
         "rejections": {

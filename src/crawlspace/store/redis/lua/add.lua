@@ -93,6 +93,7 @@ local function inlink(url, host)
     prio = string.format('%d', prio)
     redis.call('HSET', u, 'prio', prio)
     redis.call('ZADD', qkey(host), prio, id)
+    touched[host] = touched[host] or 0  -- its head may be better now: resched moves its band
   end
 end
 

@@ -1,5 +1,6 @@
 -- Grant up to `limit` leases from this bucket's hosts whose next-allowed time is <= now.
--- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket, revisit share.
+-- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket, revisit share, aging.
+-- Hosts go in order of rank across the front bands (best_ready, frontier/front_queues.py).
 -- Returns {index update (_common.lua), leases}: 17 fields per lease: kind, lease id, host, url,
 -- id, version, attempt, depth, hops, etag, last_modified ('' for none), source, host backoff
 -- level, host failure streak, and the recrawl state: revisit interval, content hash and sitemap
@@ -12,6 +13,7 @@ local limit = tonumber(ARGV[3])
 local expires_at, epoch = ARGV[4], ARGV[5]
 local max_in_flight = tonumber(ARGV[6])
 local share = tonumber(ARGV[8])
+local aging = tonumber(ARGV[9])
 local out = {}
 
 -- The host's next URL id, taken off its queue: the head, unless the head is a revisit, new URLs
@@ -38,9 +40,10 @@ end
 local granted = 0
 -- Bounded: every grant takes a token, and a host without a free token leaves the index.
 while granted < limit do
-  local hosts = redis.call('ZRANGEBYSCORE', READY, '-inf', ARGV[2], 'LIMIT', 0, limit - granted)
-  if #hosts == 0 then break end
-  for _, host in ipairs(hosts) do
+  local ranked = best_ready(ARGV[2], limit - granted, aging)
+  if #ranked == 0 then break end
+  for i = 1, #ranked, 2 do
+    local host = ranked[i]
     local h = hkey(host)
     local lid = 'e' .. epoch .. '.b' .. ARGV[7] .. '.'
       .. string.format('%d', redis.call('HINCRBY', ST, 'lseq', 1))

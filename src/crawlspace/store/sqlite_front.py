@@ -1,0 +1,81 @@
+"""The SQLite side of the front bands (frontier/front_queues.py): each host's best queued
+priority and its band, and the ready hosts read band by band.
+
+``hosts.head_priority`` and ``hosts.band`` are derived data, kept by triggers on ``urls`` rather
+than by every statement that queues, leases, requeues or re-prioritises a URL (a dozen paths in
+four modules): a trigger cannot be forgotten by the next one. The band expression comes from the
+crawl's FrontQueues, so the triggers are recreated whenever the store opens, and every host's
+band is recomputed when the bands changed since the last open (a resume with another priority
+policy). The triggers are plain SQL: another program writing crawl.db needs no functions of ours.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+from crawlspace.frontier.front_queues import FrontQueues
+
+__all__ = ["migrate", "ready_sql"]
+
+HOST_COLUMNS: Final = (("head_priority", "INTEGER"), ("band", "INTEGER NOT NULL DEFAULT 0"))
+_BANDS_KEY: Final = "front_bands"
+_QUEUE_MIN: Final = (
+    "(SELECT MIN(priority) FROM urls WHERE host_id = OLD.host_id AND state = 'queued')"
+)
+
+
+def _triggers(front: FrontQueues) -> str:
+    new_band = front.sql_band("NEW.priority")
+    return f"""
+DROP TRIGGER IF EXISTS urls_front_insert;
+DROP TRIGGER IF EXISTS urls_front_update;
+-- A newly queued URL better than its host's head becomes the head.
+CREATE TRIGGER urls_front_insert AFTER INSERT ON urls WHEN NEW.state = 'queued' BEGIN
+    UPDATE hosts SET head_priority = NEW.priority, band = {new_band}
+    WHERE id = NEW.host_id AND (head_priority IS NULL OR head_priority > NEW.priority);
+END;
+CREATE TRIGGER urls_front_update AFTER UPDATE OF state, priority ON urls
+WHEN OLD.state = 'queued' OR NEW.state = 'queued' BEGIN
+    UPDATE hosts SET head_priority = NEW.priority, band = {new_band}
+    WHERE NEW.state = 'queued' AND id = NEW.host_id
+      AND (head_priority IS NULL OR head_priority > NEW.priority);
+    -- The head left the queue (leased, excluded) or got worse (demoted): read the new head.
+    UPDATE hosts SET head_priority = {_QUEUE_MIN},
+                     band = COALESCE({front.sql_band(_QUEUE_MIN)}, 0)
+    WHERE OLD.state = 'queued' AND id = OLD.host_id AND head_priority = OLD.priority
+      AND NOT (NEW.state = 'queued' AND NEW.priority <= OLD.priority);
+END;
+"""
+
+
+def migrate(db: sqlite3.Connection, front: FrontQueues) -> None:
+    """Add the columns to an older crawl.db, (re)create the triggers and the band index, and
+    recompute every host's head and band if the bands are not those it was kept with."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(hosts)")}
+    for column, kind in HOST_COLUMNS:
+        if column not in have:
+            db.execute(f"ALTER TABLE hosts ADD COLUMN {column} {kind}")
+    db.execute("CREATE INDEX IF NOT EXISTS hosts_front ON hosts (band, ready_at)")
+    db.executescript(f"BEGIN IMMEDIATE;\n{_triggers(front)}\nCOMMIT;")
+    signature = f"{front.origin}/{front.width}/{front.count}"
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (_BANDS_KEY,)).fetchone()
+    if row is not None and row[0] == signature:
+        return
+    head = "(SELECT MIN(priority) FROM urls WHERE host_id = hosts.id AND state = 'queued')"
+    db.execute(
+        f"UPDATE hosts SET head_priority = {head}, band = COALESCE({front.sql_band(head)}, 0)"
+    )
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_BANDS_KEY, signature))
+
+
+def ready_sql(front: FrontQueues, columns: str) -> str:
+    """One statement reading ``columns`` of up to ``?`` ready hosts of each band, oldest first,
+    each band one seek of ``hosts_front``; parameters: (now, limit) per band. The band and
+    ready_at come first, for ``FrontQueues.merge``."""
+    per_band = [
+        f"SELECT * FROM (SELECT band, ready_at, {columns} FROM hosts INDEXED BY hosts_front"
+        f" WHERE band = {band} AND ready_at <= ? ORDER BY ready_at LIMIT ?)"
+        for band in range(front.count)
+    ]
+    return " UNION ALL ".join(per_band)
