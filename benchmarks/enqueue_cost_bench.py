@@ -48,7 +48,7 @@ from crawlspace.store.sqlite_schema import SCHEMA
 from frontier_store_bench import link_batches
 
 # The secondary indexes the bulk load builds after the rows (as SCHEMA defines them).
-_INDEXES = ("urls_queue", "urls_leased", "urls_depth_excluded", "hosts_ready", "hosts_busy")
+_INDEXES = ("urls_queue", "urls_leased", "urls_depth_excluded", "hosts_busy")
 _INSERT = (
     "INSERT INTO {table} (url, host_id, depth, priority, state, redirect_hops, source,"
     " discovered_at, updated_at, inlinks) VALUES (?, ?, ?, ?, '{state}', ?, ?, ?, ?, ?)"

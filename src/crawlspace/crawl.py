@@ -45,7 +45,6 @@ from crawlspace.robots.policy import RULES, rules_for
 from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
-from crawlspace.store.sqlite_priority import Ranking
 from crawlspace.store.warc import (
     RecoveredFile,
     WarcWriter,
@@ -94,6 +93,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         discovery_trap_ratio=config.discovery_trap_ratio,
         trap_priority_penalty=config.trap_priority_penalty,
         front=config.front_queues(),
+        aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
     )
 
 
@@ -166,8 +166,6 @@ class Crawler:
         self.leases_too_late = 0  # visits whose lease would have expired mid-fetch (not sent)
         self.fatal_error: str | None = None
         self.telemetry = Telemetry(config, self.store)
-        # Trap budgets with state and the recrawl policy live in the store (sqlite_traps.py).
-        self.store.ranking = Ranking(config.priority_rules())
         self._revisit = config.revisit_policy()
         self.bytes_done = 0
         self._budget = CrawlBudget(self.store, config.max_pages, config.max_bytes)

@@ -57,6 +57,11 @@ class Lease:
     revisit_interval: float | None = None
     content_hash: str | None = None
     changefreq: str | None = None
+    # AOPIC (frontier/aopic.py), on a shared frontier: the URL's cash when leased and Lambda's
+    # per-page total when it was last paid, so the crawl can split the cash before the links
+    # are admitted (the one-process store reads them in its completion transaction).
+    cash: float = 0.0
+    lambda_paid: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

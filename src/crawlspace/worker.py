@@ -14,7 +14,6 @@ from pathlib import Path
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
-from crawlspace.shared_settings import check_shared_settings
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.shared import SharedStore
@@ -62,8 +61,6 @@ def _crawler(
     *,
     durability: Durability | None = None,
 ) -> Crawler:
-    check_shared_settings(config)  # before anything connects or writes
-
     def factory(db_path: Path) -> SharedStore:
         frontier = open_frontier(
             config, url, namespace=namespace, buckets=buckets, durability=durability

@@ -258,15 +258,8 @@ def test_a_url_too_deep_is_admitted_when_a_shallower_link_appears(
     assert leased == [f"{HOST}/deep"]  # a rule's exclusion stays; a depth one is lifted
 
 
-NO_LINK_POLICY = "the memory frontier has no in-link points or discovery window yet"
-
-
 @pytest.mark.parametrize("weight", [5, 0])
-def test_in_links_move_a_queued_url_earlier(
-    make_frontier: FrontierFactory, request: pytest.FixtureRequest, weight: int
-) -> None:
-    if request.node.callspec.params["make_frontier"] == "memory":
-        pytest.skip(NO_LINK_POLICY)
+def test_in_links_move_a_queued_url_earlier(make_frontier: FrontierFactory, weight: int) -> None:
     frontier = make_frontier(FrontierLimits(inlink_weight=weight, inlink_cap=10))
     frontier.add([cand(HOST, "/")], 0.0)
     open_host(frontier, 0.0)
@@ -289,10 +282,8 @@ def test_in_links_move_a_queued_url_earlier(
 
 
 def test_a_host_that_keeps_minting_urls_sinks_its_new_links(
-    make_frontier: FrontierFactory, request: pytest.FixtureRequest
+    make_frontier: FrontierFactory,
 ) -> None:
-    if request.node.callspec.params["make_frontier"] == "memory":
-        pytest.skip(NO_LINK_POLICY)
     limits = FrontierLimits(discovery_window=2, discovery_trap_ratio=1.0, trap_priority_penalty=100)
     frontier = make_frontier(limits)
     frontier.add([cand(HOST, "/")], 0.0)
@@ -309,3 +300,25 @@ def test_a_host_that_keeps_minting_urls_sinks_its_new_links(
     assert sorted(leased[-3:]) == sorted(minted[3])
     # (The loop itself leased "/" and the three /gen0 pages.)
     assert set(leased[:-3]) == {*minted[1], *minted[2]}
+
+
+@pytest.mark.parametrize("tax", [0.1, None])
+def test_aopic_cash_moves_a_url_linked_by_a_richer_path_earlier(
+    make_frontier: FrontierFactory, tax: float | None
+) -> None:
+    # The seed's cash (1.0, less the tax) is split over /a, /b, /c (0.3 each); /a then hands its
+    # 0.3 and Lambda's payment on to /c alone, so /c holds about twice /b's cash and goes first.
+    # Under the score policy (tax None) /b, found before /c at the same depth, goes first.
+    frontier = make_frontier(FrontierLimits(aopic_tax=tax, inlink_weight=0))
+    frontier.add([cand(HOST, "/", priority=0, depth=0)], 0.0)
+    open_host(frontier, 0.0)
+    (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    assert home.url == f"{HOST}/"
+    links = [cand(HOST, p, depth=1, priority=10) for p in ("/a", "/b", "/c")]
+    assert frontier.complete(home, page_done(home, 0.0, links), 0.0)
+    (first,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    assert first.url == f"{HOST}/a"
+    on = [cand(HOST, "/c", depth=2, priority=20)]
+    assert frontier.complete(first, page_done(first, 1.0, on), 1.0)
+    leased, _ = drain(frontier, 2.0)
+    assert leased == ([f"{HOST}/c", f"{HOST}/b"] if tax else [f"{HOST}/b", f"{HOST}/c"])

@@ -184,15 +184,15 @@ def test_a_wrong_mark_is_corrected_by_the_call_it_misleads(client: Any) -> None:
 
 def test_older_marks_never_replace_newer_ones(client: Any) -> None:
     frontier = make(client)
-    frontier.index.apply({3: (5, "7.5", "", "")})
-    frontier.index.apply({3: (4, "1.0", "2.0", "3.0")})  # a slower worker's older reply
+    frontier.index.apply({3: (5, ("0", "7.5"), "", "")})
+    frontier.index.apply({3: (4, ("0", "1.0"), "2.0", "3.0")})  # a slower worker's older reply
     assert index(frontier, "ready") == {3: 7.5}
     assert index(frontier, "leases") == {}
     assert index(frontier, "due") == {}
-    frontier.index.apply({3: (6, "", "9.0", "12.0")})
+    frontier.index.apply({3: (6, ("0", ""), "9.0", "12.0")})
     assert (index(frontier, "ready"), index(frontier, "leases")) == ({}, {3: 9.0})
     assert index(frontier, "due") == {3: 12.0}
-    frontier.index.apply({3: (1, "2.0", "", "")}, forced=True)  # a sweep's fresh read
+    frontier.index.apply({3: (1, ("0", "2.0"), "", "")}, forced=True)  # a sweep's fresh read
     assert (index(frontier, "ready"), index(frontier, "leases")) == ({3: 2.0}, {})
     assert index(frontier, "due") == {}
 

@@ -21,22 +21,31 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["NO_CASH_PRIORITY", "SEED_CASH", "cash_priority", "split_cash"]
+__all__ = [
+    "NO_CASH_PRIORITY",
+    "POINTS_PER_DOUBLING",
+    "SEED_CASH",
+    "TOP_EXPONENT",
+    "cash_priority",
+    "lambda_per_page",
+    "page_cash",
+    "split_cash",
+]
 
 SEED_CASH = 1.0
 # Priority points per halving of cash: 1/1000 of a doubling is finer than any real difference.
 POINTS_PER_DOUBLING = 1000
 # Cash of 2**64 (far above any total) maps to 0; revisits live below 0 (store/sqlite_revisit.py).
-_TOP_EXPONENT = 64
+TOP_EXPONENT = 64
 # A URL with no cash at all (e.g. only Lambda's share, or a trap page's last crumbs) goes last.
-NO_CASH_PRIORITY = POINTS_PER_DOUBLING * (_TOP_EXPONENT + 1100)
+NO_CASH_PRIORITY = POINTS_PER_DOUBLING * (TOP_EXPONENT + 1100)
 
 
 def cash_priority(cash: float) -> int:
     """Lower is richer: ``1000 * (64 - log2(cash))``, never negative."""
     if not cash > 0.0 or math.isnan(cash):
         return NO_CASH_PRIORITY
-    points = round(POINTS_PER_DOUBLING * (_TOP_EXPONENT - math.log2(cash)))
+    points = round(POINTS_PER_DOUBLING * (TOP_EXPONENT - math.log2(cash)))
     return min(max(points, 0), NO_CASH_PRIORITY)
 
 
@@ -48,3 +57,15 @@ def split_cash(cash: float, outlinks: int, tax: float) -> tuple[float, float]:
         return 0.0, cash
     to_lambda = cash * tax
     return (cash - to_lambda) / outlinks, to_lambda
+
+
+def page_cash(cash: float, lambda_paid: float, lambda_now: float) -> float:
+    """A page's cash when its visit ends: what links gave it, plus what Lambda paid every page
+    since this one was last paid (``lambda_paid``: Lambda's per-page total then)."""
+    return cash + max(0.0, lambda_now - lambda_paid)
+
+
+def lambda_per_page(total: float, to_lambda: float, known: int) -> float:
+    """Lambda's per-page total after it receives ``to_lambda``: it links to every known page,
+    so each of the ``known`` pages is owed an equal part."""
+    return total + to_lambda / max(known, 1)

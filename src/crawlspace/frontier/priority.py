@@ -34,6 +34,7 @@ __all__ = [
     "PriorityPolicy",
     "PriorityRules",
     "compile_priority_patterns",
+    "inlink_priority",
     "lastmod_age_days",
     "url_priority",
 ]
@@ -126,3 +127,15 @@ def url_priority(
         priority -= FRESH_LASTMOD_POINTS
     # Negative priorities are the revisit band of a host queue (store/sqlite_revisit.py).
     return max(priority, 0)
+
+
+def inlink_priority(priority: int, inlinks_before: int, rules: PriorityRules) -> int:
+    """A queued URL's priority once one more page links to it: ``inlink_weight`` points earlier
+    for each page beyond the first, up to ``inlink_cap`` pages, and never from the new-URL band
+    into the revisit band below 0 (the SQLite and Redis engines apply the same rule in SQL and
+    Lua, next to their rows)."""
+    if not (rules.inlink_weight and 1 <= inlinks_before <= rules.inlink_cap):
+        return priority
+    if priority >= 0:
+        return max(priority - rules.inlink_weight, 0)
+    return priority - rules.inlink_weight

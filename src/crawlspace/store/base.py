@@ -39,6 +39,8 @@ class FrontierLimits:
     discovery_window: int = 20
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
+    # AOPIC's Lambda tax (frontier/aopic.py) when the priority policy is "aopic", else None.
+    aopic_tax: float | None = None
     # Cross-host order: the front band of each host's best URL, with aging (front_queues.py).
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
 

@@ -110,9 +110,13 @@ class SqliteStore:
             self.limits.discovery_trap_ratio,
             self.limits.trap_priority_penalty,
         )
+        tax = self.limits.aopic_tax
         self.ranking = sqlite_priority.Ranking(
             PriorityRules(
-                inlink_weight=self.limits.inlink_weight, inlink_cap=self.limits.inlink_cap
+                "score" if tax is None else "aopic",
+                inlink_weight=self.limits.inlink_weight,
+                inlink_cap=self.limits.inlink_cap,
+                aopic_tax=0.1 if tax is None else tax,
             )
         )
         self._band_tally: dict[int, list[int]] = {}
@@ -449,7 +453,7 @@ class SqliteStore:
         return int(sum(n for _, n in expired) + robots)
 
     def next_ready_at(self) -> float | None:
-        row = self._db.execute("SELECT MIN(ready_at) FROM hosts").fetchone()
+        row = self._db.execute(sqlite_front.next_ready_sql(self.limits.front)).fetchone()
         return None if row[0] is None else float(row[0])
 
     def in_flight(self) -> int:

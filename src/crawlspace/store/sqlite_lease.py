@@ -26,11 +26,13 @@ __all__ = ["lease_ready"]
 
 # (revisit_share, per-host band tally) when revisits may be queued (store/sqlite_revisit.py).
 Revisits = tuple[float, dict[int, list[int]]]
-_Host = tuple[int, str, int, int]  # id, host key, backoff level, failures
+# id, host key, backoff level, failures, and its queue: head URL id, head priority, and the
+# priority of the URL after the head (the new head once the head is leased; None: none left).
+_Host = tuple[int, str, int, int, int, int, int | None]
+_QUEUE = "FROM urls u WHERE u.host_id = hosts.id AND u.state = 'queued' ORDER BY u.priority, u.id"
 _HOST_COLUMNS = (
     "id, host_key, robots_expires_at, robots_lease_id, backoff_level, failures,"
-    " (SELECT u.id FROM urls u WHERE u.host_id = hosts.id AND u.state = 'queued'"
-    "  ORDER BY u.priority, u.id LIMIT 1)"
+    f" (SELECT u.id {_QUEUE} LIMIT 1), head_priority, (SELECT u.priority {_QUEUE} LIMIT 1 OFFSET 1)"
 )
 
 
@@ -52,7 +54,8 @@ def lease_ready(
     robots_rows: list[tuple[str, float, int]] = []
     pages: list[_Host] = []
     head_ids: list[int] = []
-    for host_id, host_key, robots_expires_at, robots_lease_id, level, failures, head in hosts:
+    for host_id, host_key, robots_expires_at, robots_lease_id, level, failures, *queue in hosts:
+        head = queue[0]
         if robots_expires_at is None or robots_expires_at <= now:
             if robots_lease_id is not None:
                 continue  # robots.txt is being fetched; nothing else goes first
@@ -75,7 +78,7 @@ def lease_ready(
         elif head is None:  # counters and rows disagree: heal rather than spin
             db.execute("UPDATE hosts SET queued = 0 WHERE id = ?", (host_id,))
         else:
-            pages.append((host_id, host_key, level, failures))
+            pages.append((host_id, host_key, level, failures, *queue))
             head_ids.append(head)
     db.executemany(
         "UPDATE hosts SET in_flight = in_flight + 1, robots_lease_id = ?,"
@@ -84,7 +87,7 @@ def lease_ready(
     )
     if pages:
         rows = _page_rows(db, pages, head_ids, now, revisits)
-        leases.extend(_lease_pages(db, pages, rows, expires_at, new_id))
+        leases.extend(_lease_pages(db, pages, rows, expires_at, new_id, front=front))
     return leases
 
 
@@ -100,7 +103,7 @@ def _page_rows(
         share, tally = revisits
         return [
             sqlite_revisit.pick_queued(db, host_id, now, share, tally=tally)
-            for host_id, _, _, _ in pages
+            for host_id, *_ in pages
         ]
     # No revisit was ever queued: the head of each queue is the URL.
     marks = ",".join("?" * len(head_ids))
@@ -119,16 +122,23 @@ def _lease_pages(
     rows: list[tuple[Any, ...] | None],
     expires_at: float,
     new_id: Callable[[], str],
+    *,
+    front: FrontQueues,
 ) -> list[Lease]:
     leases, url_rows, host_rows = [], [], []
-    for (host_id, host_key, level, failures), row in zip(pages, rows, strict=True):
+    for (host_id, host_key, level, failures, head, head_priority, after), row in zip(
+        pages, rows, strict=True
+    ):
         if row is None:
             continue
         url_id, url, version, attempts, depth, hops, etag, last_modified, source = row[:9]
         interval, content_hash, changefreq = row[9:]
         lease_id = new_id()
         url_rows.append((lease_id, expires_at, url_id))
-        host_rows.append((host_id,))
+        # The host's new head and front band (store/sqlite_front.py: a lease keeps them itself).
+        new_head = after if url_id == head else head_priority
+        band = 0 if new_head is None else front.band(new_head)
+        host_rows.append((new_head, band, host_id))
         leases.append(
             Lease(
                 LeaseKind.PAGE,
@@ -157,7 +167,8 @@ def _lease_pages(
         url_rows,
     )
     db.executemany(
-        "UPDATE hosts SET in_flight = in_flight + 1, queued = queued - 1 WHERE id = ?",
+        "UPDATE hosts SET in_flight = in_flight + 1, queued = queued - 1, head_priority = ?,"
+        " band = ? WHERE id = ?",
         host_rows,
     )
     return leases

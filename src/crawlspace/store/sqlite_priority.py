@@ -12,9 +12,16 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Final
 
-from crawlspace.frontier.aopic import NO_CASH_PRIORITY, SEED_CASH, cash_priority, split_cash
+from crawlspace.frontier.aopic import (
+    NO_CASH_PRIORITY,
+    SEED_CASH,
+    cash_priority,
+    lambda_per_page,
+    page_cash,
+    split_cash,
+)
+from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.priority import PriorityRules
-from crawlspace.store.sqlite_revisit import REVISIT_BAND
 
 __all__ = ["Ranking", "migrate"]
 
@@ -70,7 +77,7 @@ class Ranking:
             f" THEN {NO_CASH_PRIORITY - REVISIT_BAND} ELSE {NO_CASH_PRIORITY} END WHERE id = ?",
             (lam, url_id),
         )
-        return float(row[0]) + max(0.0, lam - float(row[1]))
+        return page_cash(float(row[0]), float(row[1]), lam)
 
     def pass_on(self, db: sqlite3.Connection, cash: float, targets: Sequence[str]) -> None:
         """A visit's followed links: in-link counts, and under AOPIC the page's cash."""
@@ -104,7 +111,7 @@ class Ranking:
         if to_lambda > 0.0:
             # Lambda links to every known page, so each gets an equal part (paid lazily).
             known = db.execute("SELECT MAX(id) FROM urls").fetchone()[0] or 1
-            self._lambda = lam + to_lambda / int(known)
+            self._lambda = lambda_per_page(lam, to_lambda, int(known))
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (_LAMBDA_KEY, repr(self._lambda)),

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
 
+from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.states import REVISITABLE, check_revisit
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
     "promote_due",
 ]
 
-REVISIT_BAND: Final = 1 << 40
 
 URL_COLUMNS: Final = (
     ("revisit_interval", "REAL"),  # seconds until the next visit, adapted per visit

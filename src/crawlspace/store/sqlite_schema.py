@@ -25,13 +25,13 @@ CREATE TABLE IF NOT EXISTS hosts (
     robots_expires_at       REAL,
     backoff_level           INTEGER NOT NULL DEFAULT 0,
     failures                INTEGER NOT NULL DEFAULT 0,
-    -- Derived, never written: the ready-host heap is an index over this column, so it cannot
-    -- drift from the counters it is computed from.
+    -- Derived, never written: the ready-host heaps are an index over it (hosts_front, one per
+    -- front band: store/sqlite_front.py), so they cannot drift from the counters it is
+    -- computed from.
     ready_at REAL GENERATED ALWAYS AS (
         CASE WHEN queued > 0 AND in_flight < max_in_flight THEN next_allowed_at END
     ) VIRTUAL
 );
-CREATE INDEX IF NOT EXISTS hosts_ready ON hosts (ready_at);
 CREATE INDEX IF NOT EXISTS hosts_busy ON hosts (in_flight) WHERE in_flight > 0;
 
 CREATE TABLE IF NOT EXISTS robots (

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from crawlspace.frontier.aopic import cash_priority
 from crawlspace.frontier.budgets import KeyedBudget
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import AddResult
@@ -26,20 +27,23 @@ def admit(
     budgets: Sequence[KeyedBudget],
     *,
     page_host: str | None = None,
+    cash: tuple[float, float] | None = None,
 ) -> tuple[AddResult, list[str]]:
     """Enqueue-if-new with the per-host cap and the keyed budgets, whose keys are computed
     here by the policy's key functions; the script only counts and compares. A fetched
     page's links (``page_host`` given) are its in-links too; returns the result and the ids
-    admitted on ``page_host``."""
+    admitted on ``page_host``. Under AOPIC ``cash`` is (Lambda's per-page total, each
+    candidate's cash), and a new URL's priority is what that cash buys."""
     by_bucket: dict[int, list[object]] = {}
     key_fns = [budget.key_of for budget in budgets]
+    priority = None if cash is None else cash_priority(cash[1])
     for cand in candidates:
         fields = by_bucket.setdefault(frontier.bucket(cand.host_key), [])
         fields += (
             cand.url,
             cand.host_key,
             cand.depth,
-            cand.priority,
+            cand.priority if priority is None else priority,
             cand.redirect_hops,
             cand.source,
             cand.changefreq or "",
@@ -54,7 +58,8 @@ def admit(
     weight, inlink_cap = frontier.limits.inlink_weight, frontier.limits.inlink_cap
     if page_host is None or not inlink_cap:
         weight = inlink_cap = 0
-    links = (weight, inlink_cap, page_host or "")
+    aopic = ("", "") if cash is None else (repr(cash[0]), repr(cash[1]))
+    links = (weight, inlink_cap, page_host or "", *aopic)
     budget_args = [arg for budget in budgets for arg in (budget.reason, budget.cap)]
     calls: list[tuple[int, Sequence[object]]] = []
     width = 7 + len(budgets)

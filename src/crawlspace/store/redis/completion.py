@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from crawlspace.frontier.budgets import DiscoveryWindow, advance_window, day_budget
 from crawlspace.records import Completion, Lease
+from crawlspace.store.redis.cash import PageCash
 from crawlspace.store.redis.codec import num
 
 if TYPE_CHECKING:
@@ -25,9 +26,10 @@ def plan_args(
     *,
     found: int,
     same_host: Sequence[str],
+    cash: PageCash | None = None,
 ) -> list[object]:
     """ARGV 17 onward of lua/complete.lua: ``found`` new URLs the page's links admitted,
-    ``same_host`` the ids of those on its host."""
+    ``same_host`` the ids of those on its host, ``cash`` the page's AOPIC split."""
     day_cap = frontier.limits.max_pages_per_host_per_day
     day, next_day = day_budget(now)
     return [
@@ -36,6 +38,7 @@ def plan_args(
         num(next_day),
         *_revisit_args(completion),
         int(completion.duplicate),
+        *(("", "") if cash is None else (repr(cash.taken), repr(cash.lambda_total))),
         *window_args(frontier, lease, completion, found, same_host),
     ]
 

@@ -31,19 +31,26 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
+from crawlspace.frontier.aopic import (
+    NO_CASH_PRIORITY,
+    POINTS_PER_DOUBLING,
+    SEED_CASH,
+    TOP_EXPONENT,
+)
 from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import robots_url
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis.admission import admit, exclude
+from crawlspace.store.redis.cash import CashLedger
 from crawlspace.store.redis.codec import num
 from crawlspace.store.redis.completion import plan_args
 from crawlspace.store.redis.index import BucketIndex
 from crawlspace.store.redis.wait import ReplicationBarrier
 
 DEFAULT_BUCKETS = 1024
-_LEASE_FIELDS = 17
+_LEASE_FIELDS = 19
 # Errors a failover, a restart or a moving slot produce; the operation is retried.
 _TRANSIENT: tuple[type[Exception], ...] = (
     redis.exceptions.ConnectionError,
@@ -66,6 +73,7 @@ _SCRIPTS = (
     "promote",
     "budget",
     "exclude",
+    "cash",
 )
 _READ_SCRIPTS = ("count_urls", "read_urls")
 # Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout.
@@ -140,6 +148,8 @@ class RedisFrontier:
         prelude = (
             f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
             f" {front.width}, {front.count}, {REVISIT_BAND}\n"
+            f"local CASH_POINTS, CASH_TOP, NO_CASH = {POINTS_PER_DOUBLING}, {TOP_EXPONENT},"
+            f" {NO_CASH_PRIORITY}\n"
             + (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
         )
         self._src = {
@@ -150,6 +160,7 @@ class RedisFrontier:
         self.retrying(self._load_scripts)
         # A lost index mark hides its bucket's hosts for at most sweep_seconds (index.py).
         self.index = BucketIndex(self, sweep_seconds)
+        self.cash = CashLedger(self)  # AOPIC's Lambda (cash.py)
 
     def _check_layout(self) -> None:
         """Every process must hash hosts into the same number of buckets, or hosts split; and
@@ -251,7 +262,12 @@ class RedisFrontier:
     # -- the Frontier protocol -----------------------------------------------------------------
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
-        return admit(self, candidates, now, ())[0]
+        if self.limits.aopic_tax is None:
+            return admit(self, candidates, now, ())[0]
+        # AOPIC: seeds and sitemaps start with the seed cash (frontier/aopic.py).
+        result = admit(self, candidates, now, (), cash=(self.cash.lambda_total(), SEED_CASH))[0]
+        self.cash.pay(result.added, 0.0)
+        return result
 
     def _ready_counts(self, now: float, limit: int) -> dict[int, int]:
         """How many leases each bucket grants, for the ``limit`` best-ranked hosts ready at
@@ -262,7 +278,7 @@ class RedisFrontier:
         if not buckets:
             return {}
         peeks = self.index.peek(buckets, at, limit)
-        self.index.apply({b: p.marks for b, p in zip(buckets, peeks, strict=True) if p.ready == 0})
+        self.index.apply({b: p.marks for b, p in zip(buckets, peeks, strict=True) if p.marks})
         # Ties keep the index's order of buckets (FrontQueues.merge).
         ranked = sorted(
             (
@@ -352,6 +368,8 @@ class RedisFrontier:
             revisit_interval=float(f[14]) if f[14] else None,
             content_hash=f[15] or None,
             changefreq=f[16] or None,
+            cash=float(f[17] or 0.0),
+            lambda_paid=float(f[18] or 0.0),
         )
 
     def _url_id(self, url_id: int) -> str:
@@ -362,11 +380,20 @@ class RedisFrontier:
             return False
         found: list[str] = []
         found_new = 0
+        tax = self.limits.aopic_tax
+        cash = None
+        if tax is not None and completion.state != "queued":
+            cash = self.cash.settle(lease, completion, tax)
         if completion.discovered:
             # Other buckets, so not atomic with the completion: add first (see module docstring).
             page = lease.host_key if completion.state != "queued" else None
             result, found = admit(
-                self, completion.discovered, now, self.limits.budgets, page_host=page
+                self,
+                completion.discovered,
+                now,
+                self.limits.budgets,
+                page_host=page,
+                cash=None if cash is None else (cash.lambda_total, cash.share),
             )
             found_new = result.added + result.rejected.get("budget_host", 0)
             for name, n in result.rejected.items():
@@ -396,10 +423,12 @@ class RedisFrontier:
             num(now),
             "" if completion.host_backoff is None else completion.host_backoff,
             "" if completion.host_failures is None else completion.host_failures,
-            *plan_args(self, lease, completion, now, found=found_new, same_host=found),
+            *plan_args(self, lease, completion, now, found=found_new, same_host=found, cash=cash),
             retried=retried,
         )
         done = int(reply[0])
+        if done == 1 and cash is not None:
+            self.cash.pay(found_new, cash.to_lambda)
         if done == 1 and int(reply[1]):
             rejections = completion.rejections
             rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1

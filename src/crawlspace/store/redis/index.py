@@ -34,27 +34,33 @@ if TYPE_CHECKING:
 # Buckets re-read per sweep step: one pipelined call, whatever the bucket count.
 SWEEP_CHUNK = 32
 # bucket -> (version, ready marks, lease mark, due mark), marks as Redis formats scores, '' for
-# none; the ready marks are one per front band, comma-separated.
-Mark = tuple[int, str, str, str]
+# none; the ready marks are (front band, mark) pairs, flat, for the bands that changed.
+Mark = tuple[int, tuple[str, ...], str, str]
 Marks = dict[int, Mark]
 
 
 class Peek(NamedTuple):
-    """A bucket read atomically: its marks, its hosts ready now and the best of their ranks."""
+    """A bucket read atomically: its marks (None when not wanted: hosts are ready and the read
+    was not full), its hosts ready now and the ranks of the first of them in each band."""
 
-    marks: Mark
+    marks: Mark | None
     ready: int
     ranks: tuple[float, ...]
 
     def ready_times(self) -> list[float]:
-        return [float(at) for at in self.marks[1].split(",") if at]
+        return [float(at) for at in self.marks[1][1::2] if at] if self.marks else []
 
 
 def parse_update(reply: Sequence[Any]) -> Mark | None:
     """A script's ``index_update`` reply: {} (marks unchanged) or {version, ready, lease, due}."""
     if not reply:
         return None
-    return int(reply[0]), str(reply[1]), str(reply[2]), str(reply[3])
+    return int(reply[0]), ready_pairs(reply[1]), str(reply[2]), str(reply[3])
+
+
+def ready_pairs(pairs: Sequence[Any]) -> tuple[str, ...]:
+    """A script's (front band, ready mark) pairs, flat, as strings."""
+    return tuple(str(x) for x in pairs)
 
 
 class BucketIndex:
@@ -76,7 +82,7 @@ class BucketIndex:
             return
         args: list[object] = [self.prefix, int(forced)]
         for bucket, (version, ready, lease, due) in marks.items():
-            args += [bucket, version, ready, lease, due]
+            args += [bucket, version, len(ready) // 2, *ready, lease, due]
         self._f.run_key("index", self.prefix + "ver", args)
 
     def apply_replies(self, buckets: Iterable[int], replies: Iterable[Sequence[Any]]) -> list[Any]:
@@ -120,15 +126,24 @@ class BucketIndex:
         first = self._f.retrying(lambda: self._f.client.zrange(key, 0, 0, withscores=True))
         return float(first[0][1]) if first else None
 
-    def peek(self, buckets: Sequence[int], at: str, limit: int) -> list[Peek]:
-        """Each bucket's marks, hosts ready at ``at`` and the ranks of its ``limit`` best, each
-        read atomically."""
-        aging = self._f.limits.front.aging
-        replies = self._f.run_many("peek", [(b, (at, limit, aging)) for b in buckets])
-        return [
-            Peek((int(v), str(r), str(lm), str(d)), int(n), tuple(float(x) for x in ranks))
-            for v, r, lm, d, n, *ranks in replies
-        ]
+    def peek(
+        self, buckets: Sequence[int], at: str, limit: int, *, full: bool = False
+    ) -> list[Peek]:
+        """Each bucket's marks, hosts ready at ``at`` and the ranks (frontier/front_queues.py)
+        of the first ``limit`` of each band, each read atomically; ``full`` reads every band
+        instead of the bucket's cached marks."""
+        front = self._f.limits.front
+        replies = self._f.run_many("peek", [(b, (at, limit, int(full))) for b in buckets])
+        peeks = []
+        for n, v, r, lm, d, *ready in replies:
+            ranks = tuple(
+                front.rank(int(band), float(score))
+                for band, scores in zip(ready[::2], ready[1::2], strict=True)
+                for score in str(scores).split()
+            )
+            marks = None if int(v) < 0 else (int(v), ready_pairs(r), str(lm), str(d))
+            peeks.append(Peek(marks, int(n), ranks))
+        return peeks
 
     # -- repairs ----------------------------------------------------------------------------
 
@@ -136,8 +151,10 @@ class BucketIndex:
         """Re-read ``buckets`` and write their marks whatever the versions in place: this repairs
         a mark that a lost update left behind or a failover rolled back (a newer update racing
         with this write can be undone by it; the next sweep repairs that too)."""
-        peeks = self.peek(buckets, at, 0)
-        self.apply({b: p.marks for b, p in zip(buckets, peeks, strict=True)}, forced=True)
+        peeks = self.peek(buckets, at, 0, full=True)
+        self.apply(
+            {b: p.marks for b, p in zip(buckets, peeks, strict=True) if p.marks}, forced=True
+        )
         return peeks
 
     def sweep(self, now: float, at: str) -> None:

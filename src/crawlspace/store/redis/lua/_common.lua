@@ -4,13 +4,21 @@
 -- in the same cluster slot as KEYS[1]: one script, one shard, no CROSSSLOT.
 -- Times travel as the client's decimal strings and are written back verbatim: a Lua number passed
 -- to redis.call is formatted with 14 significant digits, which would round epoch timestamps.
--- FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS and REVISIT_BAND are set by the line the client puts
--- before this prelude (the crawl's FrontQueues, frontier/front_queues.py).
+-- FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS and REVISIT_BAND are set by the lines the client puts
+-- before this prelude (the crawl's FrontQueues, frontier/front_queues.py). Bands are numbers 0 .. FRONT_BANDS - 1 here; string
+-- building is kept off the hot paths (a tostring costs about as much as a Redis command).
 local P = ARGV[1]
 local ST = KEYS[1]
 local READY = P .. 'ready:'  -- .. band: one ready zset per front band
 local LEASES = P .. 'leases'
 local DUE = P .. 'due'
+
+local READY_KEYS = {}
+local function rkey(b)
+  local k = READY_KEYS[b]
+  if not k then k = READY .. b; READY_KEYS[b] = k end
+  return k
+end
 
 -- Front bands whose ready zset this script changed, for ready_marks.
 local BANDS_TOUCHED = {}
@@ -33,65 +41,105 @@ local function resched(host, max_in_flight)
   local v = redis.call('HMGET', h, 'inflight', 'rlease', 'next', 'band')
   local inflight = tonumber(v[1]) or 0
   local free = (not v[2]) or v[2] == ''
-  local old = v[4] or ''
-  local head = {}
+  local old = tonumber(v[4] or '')
+  local band = nil
   if free and inflight < max_in_flight then
-    head = redis.call('ZRANGE', qkey(host), 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', qkey(host), 0, 0, 'WITHSCORES')
+    if #head > 0 then band = band_of(tonumber(head[2])) end
   end
-  local band = ''
-  if #head > 0 then band = tostring(band_of(tonumber(head[2]))) end
-  if old ~= '' and old ~= band then
-    redis.call('ZREM', READY .. old, host)
+  if old and old ~= band then
+    redis.call('ZREM', rkey(old), host)
     BANDS_TOUCHED[old] = true
   end
-  if band ~= '' then
-    redis.call('ZADD', READY .. band, v[3] or '-inf', host)
+  if band then
+    redis.call('ZADD', rkey(band), v[3] or '-inf', host)
     BANDS_TOUCHED[band] = true
   end
-  if old ~= band then redis.call('HSET', h, 'band', band) end
+  if old ~= band then redis.call('HSET', h, 'band', band or '') end
 end
 
--- The earliest ready time of each band, comma-separated ('' for an empty band). The bucket's
--- stats hash keeps the last string ('rm'): only bands this script touched (resched) are read
--- again, so a script costs one or two reads here instead of one per band. `full` reads every
--- band (peek: the sweep's reads, index.py, so they repair this cache too).
+-- The earliest ready time of each non-empty band: a map band -> score as Redis formats it. The
+-- bucket keeps it in a zset ({ns:bN}:rm, band -> score), read once per script; only the bands
+-- this script touched (resched) are read again. So a script reads one small zset here instead of
+-- every band, and loops over the one or two bands a bucket uses, not all of them. `full` reads
+-- every band (peek, for the sweep's repairs, index.py; it repairs this copy too).
+local MARKS = nil     -- this script's copy, kept current by ready_marks
+local INITIAL = nil   -- the copy as this script found it
+local function read_marks()
+  local marks = {}
+  local r = redis.call('ZRANGE', P .. 'rm', 0, -1, 'WITHSCORES')
+  for i = 1, #r, 2 do marks[tonumber(r[i])] = r[i + 1] end
+  return marks
+end
+
 local function ready_marks(full)
-  local cached = redis.call('HGET', ST, 'rm')
-  local parts = {}
-  if cached and not full then
-    for mark in string.gmatch(cached .. ',', '([^,]*),') do parts[#parts + 1] = mark end
+  if not MARKS then
+    MARKS = read_marks()
+    INITIAL = {}
+    for b, at in pairs(MARKS) do INITIAL[b] = at end
   end
-  for b = 0, FRONT_BANDS - 1 do
-    if full or (not cached) or BANDS_TOUCHED[tostring(b)] then
-      local r = redis.call('ZRANGE', READY .. b, 0, 0, 'WITHSCORES')
-      parts[b + 1] = r[2] or ''
+  local bands = BANDS_TOUCHED
+  if full then
+    bands = {}
+    for b = 0, FRONT_BANDS - 1 do bands[b] = true end
+  end
+  for b in pairs(bands) do
+    local r = redis.call('ZRANGE', rkey(b), 0, 0, 'WITHSCORES')
+    local at = r[2]
+    if at ~= MARKS[b] then
+      if at then redis.call('ZADD', P .. 'rm', at, b) else redis.call('ZREM', P .. 'rm', b) end
+      MARKS[b] = at
     end
   end
-  local marks = table.concat(parts, ',')
-  if marks ~= cached then redis.call('HSET', ST, 'rm', marks) end
   BANDS_TOUCHED = {}
-  return marks
+  return MARKS
+end
+
+-- The first ready time of each non-empty band as a number, from `marks` (ready_marks).
+local function band_heads(marks)
+  local heads = {}
+  for b, at in pairs(marks or ready_marks()) do heads[b] = tonumber(at) end
+  return heads
 end
 
 -- Up to `limit` hosts ready at `now` (a client decimal string) with the best ranks
 -- (FrontQueues.rank: ready time + band * aging): {host, rank, host, rank, ...}, best first.
--- `keep` (default `limit`) of the up to `limit` read per band are returned.
-local function best_ready(now, limit, aging, keep)
+-- `keep` (default `limit`) of the up to `limit` read per band are returned. `heads` (band_heads)
+-- skips the bands with no host ready at `now`; without it every band is read.
+local function best_ready(now, limit, aging, keep, heads)
   local found = {}
-  for b = 0, FRONT_BANDS - 1 do
-    local r = redis.call('ZRANGEBYSCORE', READY .. b, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
-    for i = 1, #r, 2 do
-      found[#found + 1] = {tonumber(r[i + 1]) + b * aging, #found, r[i]}
+  local t = tonumber(now)
+  if not heads then
+    heads = {}
+    for b = 0, FRONT_BANDS - 1 do heads[b] = t end
+  end
+  for b, head in pairs(heads) do
+    if head <= t then
+      local r = redis.call('ZRANGEBYSCORE', rkey(b), '-inf', now, 'WITHSCORES', 'LIMIT', 0,
+        limit)
+      for i = 1, #r, 2 do
+        -- Ties keep band order, then ready order within a band (FrontQueues.merge).
+        found[#found + 1] = {tonumber(r[i + 1]) + b * aging, b * 1e9 + i, r[i]}
+      end
     end
   end
-  -- Ties keep band order, then ready order within a band (FrontQueues.merge).
-  table.sort(found, function(x, y) return x[1] < y[1] or (x[1] == y[1] and x[2] < y[2]) end)
+  if #found > 1 then
+    table.sort(found, function(x, y) return x[1] < y[1] or (x[1] == y[1] and x[2] < y[2]) end)
+  end
   local out = {}
   for i = 1, math.min(keep or limit, #found) do
     out[#out + 1] = found[i][3]
     out[#out + 1] = found[i][1]
   end
   return out
+end
+
+-- frontier/aopic.py cash_priority (Python rounds half to even, this half up: they differ only
+-- on an exact .5, which a logarithm does not produce).
+local function cash_priority(cash)
+  if not (cash > 0) then return NO_CASH end
+  local points = math.floor(CASH_POINTS * (CASH_TOP - math.log(cash) / math.log(2)) + 0.5)
+  return math.min(math.max(points, 0), NO_CASH)
 end
 
 -- The host's politeness clock only moves forward; '' means no request was made.
@@ -137,21 +185,55 @@ end
 
 -- This bucket's marks in the crawl-wide index (store/redis/index.py): the earliest ready time
 -- of each front band (ready_marks), its earliest lease expiry and its earliest due revisit, ''
--- for none. Scores come back as
--- Redis formats them (exact). Only scripts that can change the due set read its mark
--- (`due` true); the others send '*', which the index reads as "unchanged" (one command less
--- per call on the lease and admission paths).
+-- for none. Scores come back as Redis formats them (exact). Only scripts that can change the due
+-- set read its mark (`due` true); the others send '*', which the index reads as "unchanged" (one
+-- command less per call on the lease and admission paths).
 local function marks(due, full)
   local l = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
   local d = due and redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES') or {'*', '*'}
   return {ready_marks(full), l[2] or '', d[2] or ''}
 end
 
--- {version, ready mark, lease mark, due mark} for the client to copy into the index, or {} if
--- the marks are as `before` (nil: always). The version orders replies that reach the index out
--- of order.
+-- The ready marks as the index takes them: {band, mark, band, mark, ...} for every band
+-- non-empty now or when this script began ('' once emptied); `full`: every band. A band empty
+-- throughout is left out: at worst the index keeps a mark for a band with no host (a wasted
+-- call, which corrects it), never hides a ready host.
+local function ready_pairs(marks, full)
+  local out = {}
+  if full then
+    for b = 0, FRONT_BANDS - 1 do
+      out[#out + 1] = b
+      out[#out + 1] = marks[b] or ''
+    end
+    return out
+  end
+  for b, at in pairs(marks) do
+    out[#out + 1] = b
+    out[#out + 1] = at
+  end
+  for b in pairs(INITIAL) do
+    if not marks[b] then
+      out[#out + 1] = b
+      out[#out + 1] = ''
+    end
+  end
+  return out
+end
+
+-- {version, ready marks (ready_pairs), lease mark, due mark} for the client to copy into the
+-- index, or {} if nothing changed since this script began (`before`: its first marks(); nil:
+-- always). The version orders replies that reach the index out of order.
 local function index_update(before, due)
   local m = marks(due)
-  if before and m[1] == before[1] and m[2] == before[2] and m[3] == before[3] then return {} end
-  return {redis.call('HINCRBY', ST, 'iver', 1), m[1], m[2], m[3]}
+  if before and m[2] == before[2] and m[3] == before[3] then
+    local same = true
+    for b, at in pairs(m[1]) do
+      if INITIAL[b] ~= at then same = false; break end
+    end
+    for b in pairs(INITIAL) do
+      if not m[1][b] then same = false; break end
+    end
+    if same then return {} end
+  end
+  return {redis.call('HINCRBY', ST, 'iver', 1), ready_pairs(m[1]), m[2], m[3]}
 end

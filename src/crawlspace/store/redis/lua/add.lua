@@ -1,8 +1,13 @@
 -- Enqueue-if-new for one bucket. ARGV: prefix, now, cap (-1: no per-host budget), max_in_flight,
 -- bucket, buckets, in-link weight and cap (0 0: links are not in-links, e.g. seeds), the page's
--- host ('' none), nb (keyed budgets), then nb pairs (reason, cap), then 7 + nb fields per
--- candidate: url, host, depth, priority, hops, source, sitemap changefreq ('' none), and its key
--- under each keyed budget.
+-- host ('' none), Lambda's per-page total ('' unless AOPIC) and each candidate's cash (a page's
+-- links: the page's share for each; seeds and sitemaps: the seed cash), nb (keyed budgets), then
+-- nb pairs (reason, cap), then 7 + nb fields per candidate: url, host, depth, priority, hops,
+-- source, sitemap changefreq ('' none), and its key under each keyed budget.
+-- AOPIC (frontier/aopic.py, store/redis/cash.py): a new URL starts with its cash (its priority
+-- came with it) and the Lambda total; a known URL a page links to gains the share, and its
+-- priority follows its cash (cash_priority below); a seed given again is endowed only if it
+-- never received cash (the SQLite store's endow).
 -- Returns {index update (_common.lua), {added, seen, rejected by the per-host cap, rejected by
 -- each keyed budget..., then the ids admitted on the page's host}}.
 -- In-links (frontier/priority.py): a URL a page links to counts the page; a new one starts at
@@ -21,13 +26,14 @@ local bucket = tonumber(ARGV[5])
 local buckets = tonumber(ARGV[6])
 local weight, inlink_cap = tonumber(ARGV[7]), tonumber(ARGV[8])
 local page_host = ARGV[9]
-local nb = tonumber(ARGV[10])
+local lam, cash = ARGV[10], ARGV[11]
+local nb = tonumber(ARGV[12])
 local reasons, caps = {}, {}
 for b = 1, nb do
-  reasons[b] = ARGV[9 + 2 * b]
-  caps[b] = tonumber(ARGV[10 + 2 * b])
+  reasons[b] = ARGV[11 + 2 * b]
+  caps[b] = tonumber(ARGV[12 + 2 * b])
 end
-local first = 11 + 2 * nb
+local first = 13 + 2 * nb
 local focus = {}  -- ids admitted on the page's host
 local width = 7 + nb
 local SEEN = P .. 'seen'
@@ -97,6 +103,30 @@ local function inlink(url, host)
   end
 end
 
+-- AOPIC: a known URL gains `cash`, from a page's link (an in-link too) or as a seed's endowment.
+local function give_cash(url, host, gift)
+  local id = redis.call('HGET', SEEN, url)
+  local u = ukey(id)
+  local v = redis.call('HMGET', u, 'state', 'inl', 'cash', 'prio', 'version')
+  local held = tonumber(v[3] or '0')
+  if page_host == '' then
+    if v[1] ~= 'queued' or v[5] ~= '1' or held > 0 or tonumber(v[2] or '0') > 0 then return end
+    redis.call('HSET', u, 'lp', lam)
+  else
+    redis.call('HSET', u, 'inl', tonumber(v[2] or '0') + 1)
+  end
+  if not (gift > 0) and page_host ~= '' then return end
+  held = held + gift
+  local prio = cash_priority(held)
+  if tonumber(v[4]) < 0 then prio = prio - REVISIT_BAND end  -- a revisit keeps its band
+  prio = string.format('%d', prio)
+  redis.call('HSET', u, 'cash', string.format('%.17g', held), 'prio', prio)
+  if v[1] == 'queued' then
+    redis.call('ZADD', qkey(host), prio, id)
+    touched[host] = touched[host] or 0
+  end
+end
+
 for i = first, #ARGV, width do
   local url, host = ARGV[i], ARGV[i + 1]
   -- Ids are unique across buckets (bucket + counter x buckets) and fixed-width, so the queue's
@@ -106,6 +136,7 @@ for i = first, #ARGV, width do
     if not (deep and readmit(url, host, i)) then
       seen = seen + 1
       if weight > 0 then inlink(url, host) end
+      if lam ~= '' then give_cash(url, host, tonumber(cash)) end
     end
   else
     useq = useq + 1
@@ -117,7 +148,8 @@ for i = first, #ARGV, width do
       'prio', ARGV[i + 3], 'hops', ARGV[i + 4], 'src', ARGV[i + 5],
       'state', refused and 'excluded' or 'queued', 'version', '1')
     if ARGV[i + 6] ~= '' then redis.call('HSET', ukey(id), 'cf', ARGV[i + 6]) end
-    if weight > 0 then redis.call('HSET', ukey(id), 'inl', 1) end
+    if weight > 0 or (lam ~= '' and page_host ~= '') then redis.call('HSET', ukey(id), 'inl', 1) end
+    if lam ~= '' then redis.call('HSET', ukey(id), 'cash', cash, 'lp', lam) end
     if refused then
       -- Remembered, so the link seen again later counts as seen, not as a new rejection.
       redis.call('HSET', ukey(id), 'reason', refused == 1 and 'budget_host' or reasons[refused - 1])

@@ -7,9 +7,10 @@
 -- number ('' off), its cap and when the next day starts (frontier/budgets.py day_budget), then
 -- the revisit plan (frontier/revisit.py plan_revisit): interval, next fetch time ('' for none),
 -- changed (0/1) and content hash ('' keeps the stored one), and 1 when the page was judged a
--- duplicate (frontier/duplicates.py: its host's 'dups' count grows), then the host's new
--- discovery window ('' for unchanged: pages, new URLs, last ratio, flagged; frontier/budgets.py
--- advance_window) and a penalty with the ids of this page's new links on its host that sink by
+-- duplicate (frontier/duplicates.py: its host's 'dups' count grows), then AOPIC's cash taken
+-- from the page ('' unless AOPIC; store/redis/cash.py) and the Lambda total it was paid at,
+-- then the host's new discovery window ('' for unchanged: pages, new URLs, last ratio, flagged;
+-- frontier/budgets.py advance_window) and a penalty with the ids of this page's new links on its host that sink by
 -- it (a host flagged as a likely trap). A planned URL joins the bucket's due set, from which
 -- promote.lua queues it again.
 -- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget}}:
@@ -61,10 +62,21 @@ if state ~= 'queued' and ARGV[12] == '1' and ARGV[17] ~= '' then
   if pages >= tonumber(ARGV[18]) then move_clock(host, ARGV[19]) end
   if pages == tonumber(ARGV[18]) then spent = 1 end
 end
-if ARGV[25] ~= '' then
-  redis.call('HSET', hkey(host), 'wp', ARGV[25], 'wn', ARGV[26], 'wr', ARGV[27], 'wf', ARGV[28])
-  local penalty = tonumber(ARGV[29])
-  for i = 30, #ARGV do
+if ARGV[25] ~= '' and state ~= 'queued' then
+  -- The page handed its cash on; a share that reached it while leased stays for its next visit.
+  local left = tonumber(redis.call('HGET', u, 'cash') or '0') - tonumber(ARGV[25])
+  if left < 0 then left = 0 end
+  local prio = cash_priority(left)
+  if tonumber(redis.call('HGET', u, 'prio')) < 0 then prio = prio - REVISIT_BAND end
+  redis.call('HSET', u, 'cash', string.format('%.17g', left), 'prio', string.format('%d', prio))
+  if tonumber(ARGV[26]) > tonumber(redis.call('HGET', u, 'lp') or '0') then
+    redis.call('HSET', u, 'lp', ARGV[26])
+  end
+end
+if ARGV[27] ~= '' then
+  redis.call('HSET', hkey(host), 'wp', ARGV[27], 'wn', ARGV[28], 'wr', ARGV[29], 'wf', ARGV[30])
+  local penalty = tonumber(ARGV[31])
+  for i = 32, #ARGV do
     local v = redis.call('HMGET', ukey(ARGV[i]), 'state', 'prio')
     if v[1] == 'queued' then
       local prio = string.format('%d', tonumber(v[2]) + penalty)

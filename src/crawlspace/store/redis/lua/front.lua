@@ -8,7 +8,7 @@ local limit = tonumber(ARGV[3])
 if limit <= 0 then
   local earliest = nil
   for b = 0, FRONT_BANDS - 1 do
-    local r = redis.call('ZRANGE', READY .. b, 0, 0, 'WITHSCORES')
+    local r = redis.call('ZRANGE', rkey(b), 0, 0, 'WITHSCORES')
     if #r > 0 and (earliest == nil or tonumber(r[2]) < tonumber(earliest)) then earliest = r[2] end
   end
   return {earliest or ''}

@@ -1,10 +1,10 @@
 -- Grant up to `limit` leases from this bucket's hosts whose next-allowed time is <= now.
 -- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket, revisit share, aging.
 -- Hosts go in order of rank across the front bands (best_ready, frontier/front_queues.py).
--- Returns {index update (_common.lua), leases}: 17 fields per lease: kind, lease id, host, url,
+-- Returns {index update (_common.lua), leases}: 19 fields per lease: kind, lease id, host, url,
 -- id, version, attempt, depth, hops, etag, last_modified ('' for none), source, host backoff
--- level, host failure streak, and the recrawl state: revisit interval, content hash and sitemap
--- changefreq ('' for none).
+-- level, host failure streak, the recrawl state: revisit interval, content hash and sitemap
+-- changefreq ('' for none), and AOPIC's cash and Lambda paid ('' for none, frontier/aopic.py).
 -- A host queue holds two priority bands: promoted revisits below 0 (promote.lua), new URLs at
 -- 0 and above. When a host has both, about `revisit share` of its contested leases take a
 -- revisit (a deficit count per host: rv, nw), so neither freshness nor discovery starves.
@@ -40,7 +40,7 @@ end
 local granted = 0
 -- Bounded: every grant takes a token, and a host without a free token leaves the index.
 while granted < limit do
-  local ranked = best_ready(ARGV[2], limit - granted, aging)
+  local ranked = best_ready(ARGV[2], limit - granted, aging, nil, band_heads())
   if #ranked == 0 then break end
   for i = 1, #ranked, 2 do
     local host = ranked[i]
@@ -55,7 +55,7 @@ while granted < limit do
       redis.call('HINCRBY', h, 'inflight', 1)
       redis.call('HINCRBY', ST, 'inflight', 1)
       for _, f in ipairs({'robots', lid, host, '', '0', '0', '1', '0', '0', '', '', 'robots', '0',
-          '0', '', '', ''}) do
+          '0', '', '', '', '', ''}) do
         out[#out + 1] = f
       end
       granted = granted + 1
@@ -70,11 +70,11 @@ while granted < limit do
         redis.call('HINCRBY', ST, 'inflight', 1)
         redis.call('HINCRBY', ST, 'queued', -1)
         local v = redis.call('HMGET', u, 'url', 'version', 'depth', 'hops', 'etag', 'lm', 'src',
-          'ri', 'ch', 'cf')
+          'ri', 'ch', 'cf', 'cash', 'lp')
         local b = redis.call('HMGET', h, 'backoff', 'failures')
         local rec = {'page', lid, host, v[1], id, v[2], string.format('%d', attempt), v[3], v[4],
           v[5] or '', v[6] or '', v[7], b[1] or '0', b[2] or '0', v[8] or '', v[9] or '',
-          v[10] or ''}
+          v[10] or '', v[11] or '', v[12] or ''}
         for _, f in ipairs(rec) do out[#out + 1] = f end
         granted = granted + 1
       end

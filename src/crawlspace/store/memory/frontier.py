@@ -1,5 +1,5 @@
-"""The memory engine: the in-memory Mercator frontier, the reference every store is held to by
-tests/conformance. No I/O and no clock reads; every method takes ``now``.
+"""The memory engine's frontier: the reference every store is held to by tests/conformance.
+No I/O and no clock reads; every method takes ``now``.
 
 Two levels, as in Mercator (Heydon & Najork, "Mercator: A scalable, extensible web crawler",
 1999, §3.2): heaps of ready hosts keyed by (next_allowed_at, seq), one per front band
@@ -7,7 +7,9 @@ Two levels, as in Mercator (Heydon & Najork, "Mercator: A scalable, extensible w
 among the band heads), and per host a heap of (priority, seq, url_id). A host is in a ready heap
 only while it can take another lease (it has queued URLs, a free token and no robots fetch
 outstanding), so ``lease`` never scans idle or busy hosts. Heap entries are deleted lazily: each
-host remembers the seq of its one live entry, and any popped entry with another seq is stale.
+host remembers the seq of its one live entry, and any popped entry with another seq is stale
+(host queue entries likewise, records.py). A finished page's links move URLs by the rules of
+links.py: in-link points, AOPIC cash, the discovery window's demotion.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
+from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
 from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.states import REVISITABLE, UrlState, check_revisit, check_transition
@@ -29,68 +31,15 @@ from crawlspace.records import (
     UrlCandidate,
 )
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.memory.links import Admitted, LinkPolicy
+from crawlspace.store.memory.records import Active, MemHost, MemUrl, default_robots_url
 from crawlspace.urls import host_key
 
-_NEVER = float("-inf")
 _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 _BUDGET_HOST = "budget_host"
 # Rebuild a lazily-deleted heap once it holds this many times more entries than live ones.
 _COMPACT_FACTOR = 4
 _COMPACT_MIN = 4096
-
-
-def default_robots_url(host_key: str) -> str:
-    """``http://h:1`` -> ``http://h:1/robots.txt`` (RFC 9309 §2.3: robots.txt is at the root)."""
-    return f"{host_key}/robots.txt"
-
-
-@dataclass(slots=True, eq=False)
-class _Url:
-    url_id: int
-    url: str
-    host_key: str
-    depth: int
-    priority: int
-    redirect_hops: int
-    state: UrlState
-    version: int = 1
-    attempts: int = 0
-    reason: str | None = None
-    lease_id: str | None = None
-    etag: str | None = None
-    last_modified: str | None = None
-    changefreq: str | None = None
-    # Recrawl state (frontier/revisit.py): written from a completion's plan, read by the lease.
-    revisit_interval: float | None = None
-    content_hash: str | None = None
-    next_fetch_at: float | None = None
-
-
-@dataclass(slots=True, eq=False)
-class _Host:
-    key: str
-    next_allowed_at: float = _NEVER
-    in_flight: int = 0
-    admitted: int = 0
-    queue: list[tuple[int, int, int]] = field(default_factory=list)  # (priority, seq, url_id)
-    revisits: list[tuple[int, int, int]] = field(default_factory=list)  # the revisit band
-    band_tally: list[int] = field(default_factory=lambda: [0, 0])  # contested: revisits, new
-    robots: RobotsRecord | None = None
-    robots_lease_id: str | None = None
-    heap_seq: int = -1  # seq of this host's live ready-heap entry; -1 when it has none
-    heap_band: int = 0  # the front band whose heap holds that entry
-    budget_counts: dict[str, int] = field(default_factory=dict)  # keyed budgets' counters
-    day: int = -1  # the UTC day of day_pages (frontier/budgets.py day_budget)
-    day_pages: int = 0
-
-
-@dataclass(slots=True, eq=False)
-class _Active:
-    """A granted lease, so expiry can find it without the caller's Lease object."""
-
-    host: _Host
-    url: _Url | None  # None for a robots lease
-    expires_at: float
 
 
 class MemoryFrontier:
@@ -107,28 +56,38 @@ class MemoryFrontier:
             )
         self._limits = limits
         self._robots_url = robots_url
-        self._urls: dict[str, _Url] = {}  # every URL ever seen: the source of truth for dedup
-        self._by_id: list[_Url | None] = [None]  # url_id 0 is the robots lease's placeholder
-        self._hosts: dict[str, _Host] = {}
+        self._urls: dict[str, MemUrl] = {}  # every URL ever seen: the source of truth for dedup
+        self._by_id: list[MemUrl | None] = [None]  # url_id 0 is the robots lease's placeholder
+        self._hosts: dict[str, MemHost] = {}
         self._front = limits.front
         # One heap of ready hosts per front band (frontier/front_queues.py).
-        self._ready: list[list[tuple[float, int, _Host]]] = [[] for _ in range(limits.front.count)]
-        self._active: dict[str, _Active] = {}
+        self._ready: list[list[tuple[float, int, MemHost]]] = [
+            [] for _ in range(limits.front.count)
+        ]
+        self._active: dict[str, Active] = {}
         self._expiry: list[tuple[float, int, str]] = []
         self._due: list[tuple[float, int, int]] = []  # (next_fetch_at, seq, url_id), lazy
         self._seq = itertools.count()
         self._lease_ids = itertools.count(1)
         self._queued = 0
+        self._links = LinkPolicy(limits, self._reprioritize)
 
     # ----------------------------------------------------------------------------- admission
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
-        return self._admit(candidates, ())
+        admitted = Admitted()
+        result = self._admit(self._links.priced(candidates, SEED_CASH), (), admitted)
+        self._links.endow(admitted)  # AOPIC: seeds and sitemaps start with the seed cash
+        return result
 
     def _admit(
-        self, candidates: Sequence[UrlCandidate], budgets: Sequence[KeyedBudget]
+        self,
+        candidates: Sequence[UrlCandidate],
+        budgets: Sequence[KeyedBudget],
+        admitted: Admitted,
     ) -> AddResult:
-        """Enqueue-if-new, with the per-host cap and the keyed budgets (frontier/budgets.py)."""
+        """Enqueue-if-new, with the per-host cap and the keyed budgets (frontier/budgets.py);
+        ``admitted`` records what happened to each URL, for the link policy (links.py)."""
         added = seen = 0
         rejected: dict[str, int] = {}
         cap = self._limits.max_pages_per_host
@@ -136,13 +95,15 @@ class MemoryFrontier:
             known = self._urls.get(cand.url)
             if known is not None and not self._readmit(known, cand):
                 seen += 1
+                admitted.known.append(known)
                 continue
             if known is not None:
                 added += 1
+                admitted.new.append(known)
                 continue
             host = self._hosts.get(cand.host_key)
             if host is None:
-                host = self._hosts[cand.host_key] = _Host(cand.host_key)
+                host = self._hosts[cand.host_key] = MemHost(cand.host_key)
             keys = [budget.key_of(cand.url) for budget in budgets]
             reason = _BUDGET_HOST if cap is not None and host.admitted >= cap else None
             for budget, key in zip(budgets, keys, strict=True):
@@ -150,6 +111,7 @@ class MemoryFrontier:
                     reason = budget.reason
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
+                admitted.over_host_budget += reason == _BUDGET_HOST
                 # Remembered, so a link seen again later counts as seen, not as a new rejection.
                 url = self._new_url(cand, UrlState.EXCLUDED)
                 url.reason = reason
@@ -160,14 +122,15 @@ class MemoryFrontier:
             url = self._new_url(cand, UrlState.QUEUED)
             self._enqueue(host, url)
             self._reschedule(host)
+            admitted.new.append(url)
             added += 1
         return AddResult(added=added, already_seen=seen, rejected=rejected)
 
-    def _readmit(self, url: _Url, cand: UrlCandidate) -> bool:
+    def _readmit(self, url: MemUrl, cand: UrlCandidate) -> bool:
         """A URL excluded for its depth, met again within it: admitted (as every store does)."""
         if url.state is not UrlState.EXCLUDED or url.reason != "depth":
             return False
-        host = self._hosts.setdefault(cand.host_key, _Host(cand.host_key))
+        host = self._hosts.setdefault(cand.host_key, MemHost(cand.host_key))
         cap = self._limits.max_pages_per_host
         if cap is not None and host.admitted >= cap:
             return False
@@ -185,8 +148,8 @@ class MemoryFrontier:
                 record = self._new_url(UrlCandidate(url, host_key(url), depth), UrlState.EXCLUDED)
                 record.reason = reason
 
-    def _new_url(self, cand: UrlCandidate, state: UrlState) -> _Url:
-        url = _Url(
+    def _new_url(self, cand: UrlCandidate, state: UrlState) -> MemUrl:
+        url = MemUrl(
             url_id=len(self._by_id),
             url=cand.url,
             host_key=cand.host_key,
@@ -200,10 +163,20 @@ class MemoryFrontier:
         self._urls[cand.url] = url
         return url
 
-    def _enqueue(self, host: _Host, url: _Url) -> None:
-        band = host.revisits if url.priority < 0 else host.queue
-        heapq.heappush(band, (url.priority, next(self._seq), url.url_id))
+    def _enqueue(self, host: MemHost, url: MemUrl) -> None:
+        host.push(url, next(self._seq))
         self._queued += 1
+
+    def _reprioritize(self, url: MemUrl, priority: int) -> None:
+        """A new priority; a queued URL gets a new queue entry (the old one is stale) and its
+        host may move to another front band."""
+        if priority == url.priority:
+            return
+        url.priority = priority
+        if url.state is UrlState.QUEUED:
+            host = self._hosts[url.host_key]
+            host.push(url, next(self._seq))
+            self._reschedule(host)
 
     # --------------------------------------------------------------------------------- leasing
 
@@ -231,7 +204,7 @@ class MemoryFrontier:
                 heads.append((band, heap[0][0], band))
         return heads
 
-    def _grant(self, host: _Host, now: float, lease_seconds: float) -> Lease:
+    def _grant(self, host: MemHost, now: float, lease_seconds: float) -> Lease:
         lease_id = f"L{next(self._lease_ids)}"
         expires_at = now + lease_seconds
         host.in_flight += 1
@@ -239,7 +212,7 @@ class MemoryFrontier:
         if host.robots is None or host.robots.expires_at <= now:
             # RFC 9309 §2.4: a crawler must have the host's current rules before fetching pages.
             host.robots_lease_id = lease_id
-            self._active[lease_id] = _Active(host, None, expires_at)
+            self._active[lease_id] = Active(host, None, expires_at)
             return Lease(
                 kind=LeaseKind.ROBOTS,
                 lease_id=lease_id,
@@ -252,6 +225,7 @@ class MemoryFrontier:
                 redirect_hops=0,
                 expires_at=expires_at,
             )
+        host.clean(self._by_id)
         url = self._by_id[heapq.heappop(self._band(host))[2]]
         assert url is not None, "host queue holds an unknown url_id"
         check_transition(url.state, UrlState.LEASED)  # the queue must hold only queued URLs
@@ -259,7 +233,7 @@ class MemoryFrontier:
         url.state = UrlState.LEASED
         url.attempts += 1
         url.lease_id = lease_id
-        self._active[lease_id] = _Active(host, url, expires_at)
+        self._active[lease_id] = Active(host, url, expires_at)
         return Lease(
             kind=LeaseKind.PAGE,
             lease_id=lease_id,
@@ -279,7 +253,7 @@ class MemoryFrontier:
             changefreq=url.changefreq,
         )
 
-    def _band(self, host: _Host) -> list[tuple[int, int, int]]:
+    def _band(self, host: MemHost) -> list[tuple[int, int, int]]:
         """The queue band the next lease takes: when both have URLs, about ``revisit_share`` of
         the contested leases go to revisits (a deficit count per host)."""
         if not (host.revisits and host.queue):
@@ -289,9 +263,10 @@ class MemoryFrontier:
         tally[0 if take_revisit else 1] += 1
         return host.revisits if take_revisit else host.queue
 
-    def _reschedule(self, host: _Host) -> None:
+    def _reschedule(self, host: MemHost) -> None:
         """Give ``host`` exactly one live entry, in the heap of its front band, if it can take a
         lease, else none."""
+        host.clean(self._by_id)
         leasable = (
             bool(host.queue or host.revisits)
             and host.in_flight < self._limits.max_in_flight_per_host
@@ -312,14 +287,14 @@ class MemoryFrontier:
                 heap[:] = [e for e in heap if e[1] == e[2].heap_seq]
                 heapq.heapify(heap)
 
-    def _move_clock(self, host: _Host, next_allowed_at: float | None) -> None:
+    def _move_clock(self, host: MemHost, next_allowed_at: float | None) -> None:
         if next_allowed_at is not None and next_allowed_at > host.next_allowed_at:
             host.next_allowed_at = next_allowed_at
             host.heap_seq = -1  # the old entry carries the old time; _reschedule pushes anew
 
     # ------------------------------------------------------------------------- lease endings
 
-    def _current(self, lease: Lease, kind: LeaseKind) -> _Active | None:
+    def _current(self, lease: Lease, kind: LeaseKind) -> Active | None:
         """The live record of ``lease`` if it is still the current lease of its URL or host."""
         if lease.kind != kind:
             return None
@@ -339,7 +314,7 @@ class MemoryFrontier:
             return None
         return active
 
-    def _end(self, lease_id: str, active: _Active) -> None:
+    def _end(self, lease_id: str, active: Active) -> None:
         """Give the host's token back and forget the lease (its expiry entry goes stale)."""
         del self._active[lease_id]
         active.host.in_flight -= 1
@@ -364,7 +339,8 @@ class MemoryFrontier:
             url.etag = completion.etag
         if completion.last_modified is not None:
             url.last_modified = completion.last_modified
-        if url.state is UrlState.QUEUED:
+        retry = url.state is UrlState.QUEUED
+        if retry:
             self._enqueue(active.host, url)  # a retry keeps its attempt count
         else:
             if completion.fetch is not None:
@@ -373,14 +349,23 @@ class MemoryFrontier:
                 self._schedule(url, completion.revisit)
         self._move_clock(active.host, completion.next_allowed_at)
         self._reschedule(active.host)
-        if completion.discovered:
-            result = self._admit(completion.discovered, self._limits.budgets)
+        # A finished visit's links carry its cash and count as in-links (links.py); a retry's
+        # are only admitted.
+        cash = (0.0, 0.0) if retry else self._links.take_cash(url, len(completion.discovered))
+        links = completion.discovered
+        admitted = Admitted()
+        if links:
+            if not retry:
+                links = self._links.priced(links, cash[0])
+            result = self._admit(links, self._limits.budgets, admitted)
             for reason, n in result.rejected.items():
                 completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+        if not retry:
+            self._links.after_page(active.host, completion, admitted, cash, len(self._by_id) - 1)
         self._exclude(completion.excluded, lease.depth + 1)
         return True
 
-    def _schedule(self, url: _Url, plan: RevisitPlan) -> None:
+    def _schedule(self, url: MemUrl, plan: RevisitPlan) -> None:
         url.revisit_interval = plan.interval
         url.next_fetch_at = plan.next_fetch_at
         if plan.content_hash is not None:
@@ -423,7 +408,7 @@ class MemoryFrontier:
             heapq.heappop(due)
         return None
 
-    def _count_day(self, host: _Host, now: float, rejections: dict[str, int]) -> None:
+    def _count_day(self, host: MemHost, now: float, rejections: dict[str, int]) -> None:
         """The per-day page budget: at the cap the host waits for the next UTC day."""
         cap = self._limits.max_pages_per_host_per_day
         if not cap:
@@ -472,7 +457,7 @@ class MemoryFrontier:
             heapq.heapify(self._expiry)
         return expired
 
-    def _return(self, lease_id: str, active: _Active, *, tried: bool) -> None:
+    def _return(self, lease_id: str, active: Active, *, tried: bool) -> None:
         url = active.url
         self._end(lease_id, active)
         if url is not None:

@@ -1,0 +1,135 @@
+"""What a fetched page's links do in the memory engine: in-link points, AOPIC's cash and the
+host's discovery window. The rules are the pure functions the SQLite and Redis engines apply
+next to their rows (frontier/priority.py inlink_priority, frontier/aopic.py,
+frontier/budgets.py advance_window); here they only meet the in-memory records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from crawlspace.frontier.aopic import (
+    NO_CASH_PRIORITY,
+    SEED_CASH,
+    cash_priority,
+    lambda_per_page,
+    page_cash,
+    split_cash,
+)
+from crawlspace.frontier.budgets import advance_window
+from crawlspace.frontier.front_queues import REVISIT_BAND
+from crawlspace.frontier.priority import PriorityRules, inlink_priority
+from crawlspace.frontier.states import UrlState
+from crawlspace.records import Completion, UrlCandidate
+from crawlspace.store.base import FrontierLimits
+from crawlspace.store.memory.records import MemHost, MemUrl
+
+__all__ = ["Admitted", "LinkPolicy"]
+
+
+@dataclass(slots=True)
+class Admitted:
+    """What one admission did: the URLs it queued, those it had seen, the new ones the per-host
+    budget refused (still found, for the discovery window)."""
+
+    new: list[MemUrl] = field(default_factory=list)
+    known: list[MemUrl] = field(default_factory=list)
+    over_host_budget: int = 0
+
+
+class LinkPolicy:
+    """The link-driven priority rules and AOPIC's Lambda total of one memory frontier."""
+
+    def __init__(self, limits: FrontierLimits, reprioritize: Callable[[MemUrl, int], None]):
+        self._limits = limits
+        self._rules = PriorityRules(
+            "score" if limits.aopic_tax is None else "aopic",
+            inlink_weight=limits.inlink_weight,
+            inlink_cap=limits.inlink_cap,
+            aopic_tax=0.1 if limits.aopic_tax is None else limits.aopic_tax,
+        )
+        self._reprioritize = reprioritize
+        self.lambda_total = 0.0
+
+    @property
+    def aopic(self) -> bool:
+        return self._limits.aopic_tax is not None
+
+    def priced(self, candidates: Sequence[UrlCandidate], cash: float) -> list[UrlCandidate]:
+        """AOPIC: the candidates at the priority ``cash`` buys (each new one starts with it)."""
+        if not self.aopic:
+            return list(candidates)
+        priority = cash_priority(cash)
+        return [dataclasses.replace(c, priority=priority) for c in candidates]
+
+    def endow(self, admitted: Admitted) -> None:
+        """AOPIC, for URLs added directly (seeds, sitemaps): the seed cash, once."""
+        if not self.aopic:
+            return
+        for url in admitted.new:
+            url.cash, url.lambda_paid = SEED_CASH, self.lambda_total
+        for url in admitted.known:
+            fresh = url.version == 1 and not url.cash and not url.inlinks
+            if url.state is UrlState.QUEUED and fresh:
+                url.cash, url.lambda_paid = SEED_CASH, self.lambda_total
+                self._reprioritize(url, cash_priority(SEED_CASH))
+
+    def take_cash(self, url: MemUrl, outlinks: int) -> tuple[float, float]:
+        """AOPIC, when a visit ends: (each outlink's share, Lambda's cut) of the page's cash,
+        which it no longer holds. (0, 0) under the score policy."""
+        if not self.aopic:
+            return 0.0, 0.0
+        cash = page_cash(url.cash, url.lambda_paid, self.lambda_total)
+        url.cash, url.lambda_paid = 0.0, self.lambda_total
+        url.priority = NO_CASH_PRIORITY - (REVISIT_BAND if url.priority < 0 else 0)
+        return split_cash(cash, outlinks, self._rules.aopic_tax)
+
+    def after_page(
+        self,
+        host: MemHost,
+        completion: Completion,
+        admitted: Admitted,
+        cash: tuple[float, float],
+        known_urls: int,
+    ) -> None:
+        """A finished visit's links: the host's discovery window, then in-links and cash."""
+        self._window(host, completion, admitted)
+        share, to_lambda = cash
+        for url in admitted.new:
+            url.inlinks = 1
+            if self.aopic:
+                url.cash, url.lambda_paid = share, self.lambda_total
+        for url in admitted.known:
+            before = url.inlinks
+            url.inlinks += 1
+            if self.aopic:
+                url.cash += share
+                band = REVISIT_BAND if url.priority < 0 else 0
+                self._reprioritize(url, cash_priority(url.cash) - band)
+            elif url.state is UrlState.QUEUED:
+                self._reprioritize(url, inlink_priority(url.priority, before, self._rules))
+        if to_lambda > 0.0:
+            self.lambda_total = lambda_per_page(self.lambda_total, to_lambda, known_urls)
+
+    def _window(self, host: MemHost, completion: Completion, admitted: Admitted) -> None:
+        """A fetched page advances its host's discovery window; a host flagged as a likely
+        trap sinks this page's new links on it."""
+        limits = self._limits
+        if completion.fetch is None or completion.state != "fetched":
+            return
+        if not limits.discovery_window:
+            return
+        found = len(admitted.new) + admitted.over_host_budget
+        host.window = advance_window(
+            host.window,
+            found,
+            window=limits.discovery_window,
+            min_ratio=limits.discovery_trap_ratio,
+        )
+        penalty = limits.trap_priority_penalty
+        if host.window.flagged and penalty:
+            for url in admitted.new:
+                if url.host_key == host.key:
+                    self._reprioritize(url, url.priority + penalty)
