@@ -88,6 +88,14 @@ CASES: dict[str, tuple[str, str, str, bool]] = {
         False,
     ),
     "token-prefix-is-not-match": ("User-agent: Foo\nDisallow: /\n", "FooBot", U + "/a", True),
+    # robots_test.cc GoogleOnly_AcceptUserAgentUpToFirstSpace: "Foo Bar" is no product token,
+    # so a crawler of that name gets the "*" group, even though the line reads as "foo".
+    "ua-name-with-space-gets-star-group": (
+        "User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n",
+        "Foo Bar",
+        U + "/x/y",
+        False,
+    ),
     "ua-line-star-prefix-not-global": ("User-agent: *bot\nDisallow: /\n", "FooBot", U + "/a", True),
     "ua-line-star-comment": ("User-agent: * # all\nDisallow: /\n", "FooBot", U + "/a", False),
     # The "*" group applies only when no specific group matched.
@@ -281,6 +289,63 @@ CASES: dict[str, tuple[str, str, str, bool]] = {
         "a",
         U + "/éx",
         True,
+    ),
+    # RFC 9309 §2.2.2's table: reserved characters that are data in the query compare in
+    # their encoded form, whichever side spells them literally.
+    "rfc-query-url-literal-rule-encoded": (
+        "User-agent: FooBot\nDisallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar\n",
+        "FooBot",
+        U + "/foo/bar?baz=https://foo.bar",
+        False,
+    ),
+    "rfc-query-rule-literal-url-encoded": (
+        "User-agent: FooBot\nDisallow: /foo/bar?baz=https://foo.bar\n",
+        "FooBot",
+        U + "/foo/bar?baz=https%3A%2F%2Ffoo.bar",
+        False,
+    ),
+    "rfc-query-plain-value": (
+        "User-agent: FooBot\nDisallow: /foo/bar?baz=quz\n",
+        "FooBot",
+        U + "/foo/bar?baz=quz",
+        False,
+    ),
+    "rfc-query-other-value-allowed": (
+        "User-agent: FooBot\nDisallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar\n",
+        "FooBot",
+        U + "/foo/bar?baz=https://foo.baz",
+        True,
+    ),
+    # RFC 9309 §2.2.3's table: "%2A" and "%24" in a rule are a literal "*" and "$" in the URL.
+    "rfc-encoded-star": (
+        "User-agent: FooBot\nDisallow: /path/file-with-a-%2A.html\n",
+        "FooBot",
+        "https://www.example.com/path/file-with-a-*.html",
+        False,
+    ),
+    "rfc-encoded-star-is-not-a-wildcard": (
+        "User-agent: FooBot\nDisallow: /path/file-with-a-%2A.html\n",
+        "FooBot",
+        "https://www.example.com/path/file-with-a-b.html",
+        True,
+    ),
+    "rfc-encoded-dollar": (
+        "User-agent: FooBot\nDisallow: /path/foo-%24\n",
+        "FooBot",
+        "https://www.example.com/path/foo-$",
+        False,
+    ),
+    "rfc-encoded-dollar-is-not-an-anchor": (
+        "User-agent: FooBot\nDisallow: /path/foo-%24\n",
+        "FooBot",
+        "https://www.example.com/path/foo-",
+        True,
+    ),
+    "dollar-inside-a-rule-is-literal": (
+        "User-agent: FooBot\nDisallow: /a$b\n",
+        "FooBot",
+        U + "/a$bc",
+        False,
     ),
     # Special characters: "*", "$", "#".
     "star-middle-exact-miss": (
@@ -605,11 +670,25 @@ def _reference_allowed(rules: list[tuple[bool, str]], path: str) -> bool:
     return best is None or best[1]
 
 
+def _rfc_encoded(text: str, *, rule: bool) -> str:
+    """RFC 9309 §2.2.2-§2.2.3 encoding for comparison, for the alphabets above: non-ASCII as
+    UTF-8 escapes; a URL's "*" and "$" (a rule's are operators, but for a "$" before its end);
+    "/" and "?" inside the query."""
+    text = text.replace("é", "%C3%A9")
+    if rule:
+        anchored = text.endswith("$")
+        text = (text[:-1] if anchored else text).replace("$", "%24") + ("$" if anchored else "")
+    else:
+        text = text.replace("*", "%2A").replace("$", "%24")
+    head, mark, query = text.partition("?")
+    return head + mark + query.replace("/", "%2F").replace("?", "%3F")
+
+
 @given(st.lists(RULE, max_size=12), PATH)
 def test_index_agrees_with_brute_force(rules: list[tuple[bool, str]], path: str) -> None:
     body = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
-    encoded = [(a, p.replace("é", "%C3%A9")) for a, p in rules]
-    expected = path == "/robots.txt" or _reference_allowed(encoded, path.replace("é", "%C3%A9"))
+    encoded = [(a, _rfc_encoded(p, rule=True)) for a, p in rules]
+    expected = path == "/robots.txt" or _reference_allowed(encoded, _rfc_encoded(path, rule=False))
     assert RobotsTxt.parse(body).is_allowed("bot", "http://h" + path) is expected
 
 

@@ -42,9 +42,13 @@ _KEYS: dict[str, str] = {
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _TOKEN = re.compile(r"[a-zA-Z_-]*")
+_VALID_TOKEN = re.compile(r"[a-zA-Z_-]+")
 _PCT_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _UA_CACHE_LIMIT = 64
+# Reserved characters compared in their encoded form (_normalize).
+_URL_SPECIALS = str.maketrans({"*": "%2A", "$": "%24"})
+_QUERY_DELIMS = str.maketrans({c: f"%{ord(c):02X}" for c in ":/?@[]"})
 # RFC 3986 §2.3.
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
@@ -58,18 +62,36 @@ def _fix_escape(match: re.Match[str]) -> str:
     return char if char in _UNRESERVED else match.group(0).upper()
 
 
-def _normalize(text: str) -> str:
+def _normalize(text: str, *, rule: bool = False) -> str:
     """Percent-encode non-ASCII as UTF-8, decode escaped unreserved characters and uppercase
-    the other escapes (RFC 9309 §2.2.2: "/foo/bar/%62%61%7A" matches "/foo/bar/baz").
+    the other escapes (RFC 9309 §2.2.2: "/foo/bar/%62%61%7A" matches "/foo/bar/baz"), and
+    percent-encode the reserved characters that are data rather than structure, the same way
+    in rules and in URLs, so each matches the other's encoded form as the RFC's tables say:
 
-    Google's parser decodes nothing, but the crawl's own URLs have their unreserved escapes
-    decoded (urls.py, RFC 3986 §6.2.2.2), so an undecoded "Disallow: /%7Ejoe/" would never
-    match the "/~joe/" it is meant for. Reserved escapes stay: "%2F" is not "/".
+    - "*" and "$" in a URL (§2.2.3: "/path/foo-%24" matches "/path/foo-$"); in a rule they are
+      the wildcard and the end anchor, except a "$" before the end, which is literal;
+    - ":", "/", "?", "@", "[" and "]" in the query (§2.2.2: "?baz=https://foo.bar" is
+      "?baz=https%3A%2F%2Ffoo.bar"); "=" and "&" keep separating parameters.
+
+    Google's parser decodes and encodes neither, so it does not match those RFC examples; the
+    crawl's own URLs have their unreserved escapes decoded (urls.py, RFC 3986 §6.2.2.2), so an
+    undecoded "Disallow: /%7Ejoe/" would never match the "/~joe/" it is meant for. Reserved
+    escapes stay: "%2F" is not "/".
     """
     if "%" in text:
         text = _PCT_ESCAPE.sub(_fix_escape, text)
     if not text.isascii():
         text = _NON_ASCII.sub(_encode_run, text)
+    if rule:
+        anchored = text.endswith("$")
+        body = text[:-1] if anchored else text
+        if "$" in body:
+            text = body.replace("$", "%24") + ("$" if anchored else "")
+    elif "*" in text or "$" in text:
+        text = text.translate(_URL_SPECIALS)
+    query_at = text.find("?")
+    if query_at >= 0:
+        text = text[: query_at + 1] + text[query_at + 1 :].translate(_QUERY_DELIMS)
     return text
 
 
@@ -100,9 +122,19 @@ def _path_of(url: str) -> str:
 
 
 def _product_token(value: str) -> str:
-    """The leading [a-zA-Z_-] run, lowercased (RFC 9309 §2.2.1 product token)."""
+    """The leading [a-zA-Z_-] run of a user-agent line, lowercased (RFC 9309 §2.2.1 product
+    token; like Google's parser, "User-agent: Foo Bar" is the group of "foo")."""
     match = _TOKEN.match(value)
     return match.group(0).lower() if match else ""
+
+
+def _crawler_token(user_agent: str) -> str | None:
+    """The crawler's own name, lowercased: its User-Agent's product name (before any "/"), which
+    must be a valid product token ([a-zA-Z_-]+) to match a group. "Foo Bar" is not one, so it
+    gets the "*" group, as in Google's parser (robots_test.cc,
+    GoogleOnly_AcceptUserAgentUpToFirstSpace)."""
+    name = user_agent.split("/", 1)[0]
+    return name.lower() if _VALID_TOKEN.fullmatch(name) else None
 
 
 def _pattern_regex(pattern: str) -> str:
@@ -312,7 +344,7 @@ class RobotsTxt:
                     sitemaps.append(value)
             elif key is _ALLOW or key is _DISALLOW:
                 in_agents = False
-                pattern = _normalize(value)
+                pattern = _normalize(value, rule=True)
                 for group in current:
                     group.rules.append((pattern, key is _ALLOW))
             elif key is _CRAWL_DELAY:
@@ -330,7 +362,8 @@ class RobotsTxt:
         except KeyError:
             pass
         # RFC 9309 §2.2.1: a specific group, else the "*" group, else no rules at all.
-        group = self._groups.get(_product_token(user_agent), self._default)
+        token = _crawler_token(user_agent)
+        group = self._default if token is None else self._groups.get(token, self._default)
         if len(cache) >= _UA_CACHE_LIMIT:
             cache.clear()
         cache[user_agent] = group
