@@ -513,7 +513,7 @@ def test_a_grant_whose_master_dies_during_wait_stays_unconfirmed(tmp_path: Path)
         master_port = frontier.client.get_node_from_key(key).port
         master = next(n for n in cluster.nodes if n.port == master_port)
         replica = next(n for n in cluster.nodes if n.port == replica_port(master_port))
-        barrier = frontier._barrier
+        barrier = frontier.barrier
         assert barrier.unconfirmed({key}) == set()  # a healthy shard confirms
         os.kill(replica.proc.pid, signal.SIGSTOP)  # the grant can no longer reach a replica
         stopped.append(replica.proc.pid)

@@ -100,9 +100,15 @@ class BucketIndex:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def ready_buckets(self, at: str, limit: int) -> list[int]:
-        """Up to ``limit`` buckets with a host ready at ``at``, best-ranked host first."""
-        return [int(b) for b in self._front(at, limit)[1:]]
+    def ready_buckets(self, at: str, limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` buckets with a host ready at ``at``, best-ranked host first, each
+        with that host's rank (frontier/front_queues.py)."""
+        found = self._front(at, limit)[1:]
+        front = self._f.limits.front
+        return [
+            (int(found[i]), front.rank(int(found[i + 1]), float(found[i + 2])))
+            for i in range(0, len(found), 3)
+        ]
 
     def _front(self, at: str, limit: int) -> list[Any]:
         args = (self.prefix, at, limit, self._f.limits.front.aging)
@@ -127,13 +133,22 @@ class BucketIndex:
         return float(first[0][1]) if first else None
 
     def peek(
-        self, buckets: Sequence[int], at: str, limit: int, *, full: bool = False
+        self,
+        buckets: Sequence[int],
+        at: str,
+        limit: int,
+        *,
+        full: bool = False,
+        cutoff: float | None = None,
     ) -> list[Peek]:
-        """Each bucket's marks, hosts ready at ``at`` and the ranks (frontier/front_queues.py)
-        of the first ``limit`` of each band, each read atomically; ``full`` reads every band
-        instead of the bucket's cached marks."""
+        """Each bucket read atomically (lua/peek.lua): with ``limit`` the ranks
+        (frontier/front_queues.py) of its first ``limit`` hosts ready at ``at`` in each band,
+        none ranked after ``cutoff``; without, its number of hosts ready at ``at``; and its
+        marks when wanted. ``full`` reads every band instead of the bucket's cached marks."""
         front = self._f.limits.front
-        replies = self._f.run_many("peek", [(b, (at, limit, int(full))) for b in buckets])
+        bound = "" if cutoff is None else repr(cutoff)
+        args = (at, limit, int(full), bound, front.aging)
+        replies = self._f.run_many("peek", [(b, args) for b in buckets])
         peeks = []
         for n, v, r, lm, d, *ready in replies:
             ranks = tuple(

@@ -103,7 +103,8 @@ local function band_heads(marks)
 end
 
 -- Up to `limit` hosts ready at `now` (a client decimal string) with the best ranks
--- (FrontQueues.rank: ready time + band * aging): {host, rank, host, rank, ...}, best first.
+-- (FrontQueues.rank: ready time + band * aging): {host, band, ready time, host, ...}, best
+-- first, each ready time as Redis formats it.
 -- `keep` (default `limit`) of the up to `limit` read per band are returned. `heads` (band_heads)
 -- skips the bands with no host ready at `now`; without it every band is read.
 local function best_ready(now, limit, aging, keep, heads)
@@ -119,7 +120,7 @@ local function best_ready(now, limit, aging, keep, heads)
         limit)
       for i = 1, #r, 2 do
         -- Ties keep band order, then ready order within a band (FrontQueues.merge).
-        found[#found + 1] = {tonumber(r[i + 1]) + b * aging, b * 1e9 + i, r[i]}
+        found[#found + 1] = {tonumber(r[i + 1]) + b * aging, b * 1e9 + i, r[i], b, r[i + 1]}
       end
     end
   end
@@ -129,7 +130,8 @@ local function best_ready(now, limit, aging, keep, heads)
   local out = {}
   for i = 1, math.min(keep or limit, #found) do
     out[#out + 1] = found[i][3]
-    out[#out + 1] = found[i][1]
+    out[#out + 1] = found[i][4]
+    out[#out + 1] = found[i][5]
   end
   return out
 end

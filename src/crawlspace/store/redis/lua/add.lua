@@ -112,7 +112,7 @@ local function give_cash(url, host, gift)
   if page_host == '' then
     if v[1] ~= 'queued' or v[5] ~= '1' or held > 0 or tonumber(v[2] or '0') > 0 then return end
     redis.call('HSET', u, 'lp', lam)
-  else
+  elseif weight == 0 then  -- (with in-link points on, inlink() counted it already)
     redis.call('HSET', u, 'inl', tonumber(v[2] or '0') + 1)
   end
   if not (gift > 0) and page_host ~= '' then return end

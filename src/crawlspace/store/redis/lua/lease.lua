@@ -42,7 +42,7 @@ local granted = 0
 while granted < limit do
   local ranked = best_ready(ARGV[2], limit - granted, aging, nil, band_heads())
   if #ranked == 0 then break end
-  for i = 1, #ranked, 2 do
+  for i = 1, #ranked, 3 do
     local host = ranked[i]
     local h = hkey(host)
     local lid = 'e' .. epoch .. '.b' .. ARGV[7] .. '.'

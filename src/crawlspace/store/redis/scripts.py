@@ -1,0 +1,198 @@
+"""The shared frontier's connection to its Redis: bucket keys, the Lua scripts (``lua/``, each
+with the prelude ``_common.lua``), pipelined runs per shard, and retries that ride out a
+failover. Policy-free: ``frontier.py`` says what to run.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from importlib.resources import files
+from typing import Any, TypeVar
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from crawlspace.frontier.aopic import NO_CASH_PRIORITY, POINTS_PER_DOUBLING, TOP_EXPONENT
+from crawlspace.frontier.front_queues import REVISIT_BAND, FrontQueues
+
+__all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "stored_buckets"]
+
+# Errors a failover, a restart or a moving slot produce; the operation is retried.
+TRANSIENT: tuple[type[Exception], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.TryAgainError,
+)
+RERUN: tuple[type[Exception], ...] = (*TRANSIENT, redis.exceptions.NoScriptError)
+_T = TypeVar("_T")
+_SCRIPTS = (
+    "add",
+    "lease",
+    "complete",
+    "complete_robots",
+    "release",
+    "expire",
+    "index",
+    "peek",
+    "front",
+    "promote",
+    "budget",
+    "exclude",
+    "cash",
+)
+_READ_SCRIPTS = ("count_urls", "read_urls")
+# Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout.
+LAYOUT = ";front=1"  # for store/redis/views.py
+
+
+def stored_buckets(value: bytes | str | None, key: str) -> int | None:
+    """The bucket count in ``{ns}:buckets`` (None: no crawl there), if its layout is this one's."""
+    if value is None:
+        return None
+    text = value.decode() if isinstance(value, bytes) else value
+    count, _, layout = text.partition(";")
+    if f";{layout}" != LAYOUT:
+        raise ValueError(
+            f"{key}: this frontier was made by an older crawlspace (its key layout lacks the"
+            " front bands); finish it with that version or seed a new --namespace"
+        )
+    return int(count)
+
+
+def connect(url: str) -> Any:
+    """``redis://HOST:PORT[/DB]``: one Redis; ``redis+cluster://H:P,H:P,...``: a Redis Cluster."""
+    if url.startswith("redis+cluster://"):
+        nodes = []
+        for part in url.removeprefix("redis+cluster://").strip("/").split(","):
+            host, _, port = part.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"{url!r}: expected redis+cluster://HOST:PORT,HOST:PORT,...")
+            nodes.append(ClusterNode(host.strip("[]"), int(port)))  # type: ignore[no-untyped-call]
+        return RedisCluster(startup_nodes=nodes, decode_responses=True)
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return redis.Redis.from_url(url, decode_responses=True)
+    raise ValueError(f"{url!r}: a Redis frontier URL starts with redis:// or redis+cluster://")
+
+
+class ScriptRunner:
+    """Runs the frontier's scripts on the buckets of one namespace."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        namespace: str,
+        buckets: int,
+        retry_seconds: float,
+        front: FrontQueues,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.buckets = buckets
+        self.retry_seconds = retry_seconds
+        self.retrying(self._check_layout)
+        prelude = (
+            f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
+            f" {front.width}, {front.count}, {REVISIT_BAND}\n"
+            f"local CASH_POINTS, CASH_TOP, NO_CASH = {POINTS_PER_DOUBLING}, {TOP_EXPONENT},"
+            f" {NO_CASH_PRIORITY}\n"
+            + (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
+        )
+        self._src = {
+            name: prelude + (files("crawlspace.store.redis") / "lua" / f"{name}.lua").read_text()
+            for name in (*_SCRIPTS, *_READ_SCRIPTS)
+        }
+        self._sha: dict[str, str] = {}
+        self.retrying(self._load_scripts)
+
+    def _check_layout(self) -> None:
+        """Every process must hash hosts into the same number of buckets, or hosts split; and
+        read the key layout the crawl was made with (a frontier of an older layout is refused:
+        its ready hosts would be invisible to this one's scripts)."""
+        key = f"{self.namespace}:buckets"
+        self.client.set(key, f"{self.buckets}{LAYOUT}", nx=True)
+        stored = stored_buckets(self.client.get(key), key)
+        if stored != self.buckets:
+            raise ValueError(f"{key} is {stored} in Redis, this process was given {self.buckets}")
+
+    # -- keys and scripts ---------------------------------------------------------------------
+
+    def bucket(self, host_key: str) -> int:
+        return zlib.crc32(host_key.encode()) % self.buckets
+
+    def key_prefix(self, bucket: int) -> str:
+        return f"{{{self.namespace}:b{bucket}}}:"
+
+    def retrying(self, call: Callable[[], _T], *, retried: list[bool] | None = None) -> _T:
+        """Ride out a failover or a restart: retry while the deadline allows, then raise.
+
+        Retrying a script whose reply was lost is safe: add is idempotent (the seen set), a
+        repeated release is refused as stale, a repeated completion says it was applied
+        already (``complete``), and a lease granted twice leaves one orphan lease that expires
+        (at-least-once, never a lost URL). ``retried`` is set when a call failed in transit.
+        """
+        deadline = time.monotonic() + self.retry_seconds
+        delay = 0.05
+        while True:
+            try:
+                return call()
+            except redis.exceptions.NoScriptError:
+                # A promoted replica or a restarted node may lack the script cache.
+                self._load_scripts()
+            except TRANSIENT:
+                if retried is not None:
+                    retried[:] = [True]
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)  # bounded by the deadline; nothing to do until Redis is back
+                delay = min(delay * 2, 1.0)
+
+    def _load_scripts(self) -> None:
+        self._sha = {name: self.client.script_load(src) for name, src in self._src.items()}
+
+    def _run(self, name: str, bucket: int, *args: object, retried: list[bool] | None = None) -> Any:
+        prefix = self.key_prefix(bucket)
+        return self.run_key(name, prefix + "st", (prefix, *args), retried=retried)
+
+    def run_key(
+        self, name: str, key: str, args: Sequence[object], *, retried: list[bool] | None = None
+    ) -> Any:
+        return self.retrying(
+            lambda: self.client.evalsha(self._sha[name], 1, key, *args), retried=retried
+        )
+
+    def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
+        """One pipelined round trip per shard; a call that failed is rerun on its own."""
+        pipe = self.client.pipeline(transaction=False)
+        for bucket, args in calls:
+            prefix = self.key_prefix(bucket)
+            # execute_command: redis-py's cluster pipeline blocks .evalsha() but routes EVALSHA
+            # by its one key like any keyed command.
+            pipe.execute_command("EVALSHA", self._sha[name], 1, prefix + "st", prefix, *args)
+        try:
+            results: list[Any] = pipe.execute(raise_on_error=False)
+        except RERUN as exc:
+            results = [exc] * len(calls)
+        for i, result in enumerate(results):
+            if isinstance(result, RERUN):
+                results[i] = self._run(name, calls[i][0], *calls[i][1])
+            elif isinstance(result, Exception):
+                raise result
+        return results
+
+    def per_bucket(self, key: str, command: Callable[[Any, str], object]) -> list[Any]:
+        """Run ``command(pipe, key)`` on one key of every bucket, pipelined (per shard)."""
+
+        def scan() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for bucket in range(self.buckets):
+                command(pipe, self.key_prefix(bucket) + key)
+            return list(pipe.execute())
+
+        return self.retrying(scan)
+
+    def _sum_counter(self, field: str) -> int:
+        return sum(int(v or 0) for v in self.per_bucket("st", lambda p, k: p.hget(k, field)))
