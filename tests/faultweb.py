@@ -30,6 +30,9 @@ SITES = ("throttle", "unavail", "slow", "redirects", "broken", "big", "weird", "
 ADDRESSES = {"private": "127.0.0.2"}
 RETRY_AFTER_SECONDS = 2
 RETRY_AFTER_DATE_SECONDS = 2
+THROTTLED_TIMES = 4
+# robots.txt of the "redirects" site is reached through two redirects: each hop is a request.
+ROBOTS_HOPS = {"/robots.txt": "/robots-hop", "/robots-hop": "/robots-final"}
 SLOW_DELAY = 0.05
 BOMB_CRC32 = 0x5B64C2B0  # zlib.crc32 of 1 GiB of zeros
 
@@ -85,6 +88,10 @@ def nth(ex: Exchange) -> int:
 async def throttle(ex: Exchange) -> None:
     if ex.path == "/":
         await ex.page(links("/a", "/b", "/c", "/d"))
+    elif ex.path == "/c" and nth(ex) <= THROTTLED_TIMES:
+        # Asks to wait more often than max_attempts: throttling is not failing.
+        ex.notes["retry_after"] = 1
+        await ex.page("later", 429, "text/plain", [("Retry-After", "1")])
     elif ex.path == "/a" and nth(ex) == 1:
         ex.notes["retry_after"] = RETRY_AFTER_SECONDS
         await ex.page("slow down", 429, "text/plain", [("Retry-After", str(RETRY_AFTER_SECONDS))])
@@ -271,7 +278,11 @@ async def serve(log_path: str) -> None:
             }
             ex = Exchange(site, path, writer)
             try:
-                if path == "/robots.txt":
+                if site == "redirects" and path in ROBOTS_HOPS:
+                    await ex.page("", 301, "text/plain", [("Location", ROBOTS_HOPS[path])])
+                elif site == "redirects" and path == "/robots-final":
+                    await ex.page("User-agent: *\nAllow: /\n", 200, "text/plain")
+                elif path == "/robots.txt":
                     await ex.page("", 404, "text/plain")
                 else:
                     await ROUTES[site](ex)

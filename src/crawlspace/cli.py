@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace import __version__
-from crawlspace.config import build_config
+from crawlspace.config import build_config, given_settings
 from crawlspace.errors import ConfigError, CrawlspaceError
 
 
@@ -76,6 +76,15 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
+    return build_config(args.config, **_overrides(args, extra))
+
+
+def _given_from(args: argparse.Namespace, **extra: Any) -> frozenset[str]:
+    """The settings this command line gives (a resume keeps the others, crawl_settings.py)."""
+    return given_settings(args.config, **_overrides(args, extra))
+
+
+def _overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
     overrides = {
         "user_agent": args.user_agent,
         "scope": args.scope,
@@ -96,7 +105,7 @@ def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
         "metrics_port": args.metrics_port,
     }
     overrides.update(extra)
-    return build_config(args.config, **overrides)
+    return overrides
 
 
 class _JsonFormatter(logging.Formatter):
@@ -135,14 +144,15 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
             line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
         ]
     config = _config_from(args, progress=not args.quiet)
+    settings = {"given": _given_from(args), "reconfigure": args.reconfigure}
     if args.dashboard:
         from crawlspace.dashboard.server import DashboardServer
 
         with DashboardServer(args.out, args.dashboard_port) as dashboard:
             print(f"dashboard at {dashboard.url}", file=sys.stderr, flush=True)
-            summary = run_crawl(config, args.out, seeds)
+            summary = run_crawl(config, args.out, seeds, **settings)
     else:
-        summary = run_crawl(config, args.out, seeds)
+        summary = run_crawl(config, args.out, seeds, **settings)
     print_summary(args.out, summary)
     if summary.error:
         print(f"crawlspace: error: {summary.error}", file=sys.stderr)
@@ -311,6 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("seeds", nargs="*", metavar="SEED_URL")
     crawl.add_argument("--out", type=Path, required=True, help="crawl directory (resumable)")
     crawl.add_argument("--seeds", dest="seeds_file", type=Path, help="file with one seed per line")
+    crawl.add_argument(
+        "--reconfigure",
+        action="store_true",
+        help="change settings a resumed crawl started with (each change is listed)",
+    )
     _crawl_options(crawl)
     crawl.set_defaults(func=_cmd_crawl)
 

@@ -52,6 +52,10 @@ class ResolveOverride:
             raise ConfigError(f"--resolve {text!r}: {address!r} is not an IP address") from None
         return cls(host.lower(), int(port_text), address)
 
+    def __str__(self) -> str:
+        address = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{self.host}:{self.port}:{address}"
+
 
 @dataclass(frozen=True)
 class CrawlConfig:
@@ -81,6 +85,9 @@ class CrawlConfig:
     max_decompressed_bytes: int = 50 * MIB
     max_redirects: int = 5
     max_attempts: int = 3
+    # A 429 (or 503 with Retry-After) is the server asking us to wait, not a failure: the URL is
+    # tried again after the wait, up to this many tries in all (then it fails as "throttled").
+    max_throttled_attempts: int = 10
     # A lease lives total_timeout + this long before it expires; a visit that has not sent its
     # request within this long of the grant gives the lease back unfetched (visit.py).
     lease_grace: float = 60.0
@@ -206,6 +213,7 @@ class CrawlConfig:
             "max_in_flight_per_host",
             "max_redirects",
             "max_attempts",
+            "max_throttled_attempts",
             "robots_max_attempts",
         ):
             if getattr(self, name) < 1 and name != "max_depth":
@@ -353,8 +361,27 @@ def _coerce(name: str, value: Any) -> Any:
     return value
 
 
+def coerce_setting(name: str, value: Any) -> Any:
+    """A setting's value as CrawlConfig holds it (tuples, parsed --resolve entries)."""
+    return _coerce(name, value)
+
+
 def build_config(config_file: Path | None = None, **overrides: Any) -> CrawlConfig:
     """Defaults, then the TOML file's ``[crawl]`` table (or top level), then non-None overrides."""
+    values = _given_values(config_file, overrides)
+    try:
+        return CrawlConfig(**values)
+    except TypeError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+
+
+def given_settings(config_file: Path | None = None, **overrides: Any) -> frozenset[str]:
+    """The settings a TOML file and overrides give (crawl_settings.py: a resume keeps the
+    others as the crawl stored them)."""
+    return frozenset(_given_values(config_file, overrides))
+
+
+def _given_values(config_file: Path | None, overrides: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if config_file is not None:
         try:
@@ -384,10 +411,14 @@ def build_config(config_file: Path | None = None, **overrides: Any) -> CrawlConf
             values[name] = values[name] + _coerce(name, value)
         else:
             values[name] = _coerce(name, value)
-    try:
-        return CrawlConfig(**values)
-    except TypeError as exc:
-        raise ConfigError(f"invalid configuration: {exc}") from None
+    return values
 
 
-__all__ = ["DEFAULT_USER_AGENT", "CrawlConfig", "ResolveOverride", "build_config"]
+__all__ = [
+    "DEFAULT_USER_AGENT",
+    "CrawlConfig",
+    "ResolveOverride",
+    "build_config",
+    "coerce_setting",
+    "given_settings",
+]

@@ -27,6 +27,7 @@ from crawlspace.budget import CrawlBudget
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.commit import GroupCommitter
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl_settings import given_by_default, settle, stored_form
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
@@ -45,6 +46,7 @@ from crawlspace.robots.policy import RULES, rules_for
 from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite_readonly import read_meta
 from crawlspace.store.warc import (
     RecoveredFile,
     WarcWriter,
@@ -55,6 +57,8 @@ from crawlspace.telemetry import Telemetry
 from crawlspace.visit import LeaseTooShortError, Visitor, robots_retrying
 
 log = logging.getLogger("crawlspace.crawl")
+# crawl.db meta: the settings the crawl started with (crawl_settings.py).
+SETTINGS_KEY = "crawl_settings"
 
 # How long the dispatcher sleeps at most when nothing is ready: bounds the reaction time to
 # expiring leases and stop requests without busy-waiting.
@@ -114,13 +118,19 @@ class Crawler:
         transport: Transport | None = None,
         filters: Sequence[UrlFilter] = (),
         store_factory: Callable[[Path], SqliteStore] | None = None,
+        given: frozenset[str] | None = None,
+        reconfigure: bool = False,
     ) -> None:
-        self.config = config
         self.out_dir = Path(out_dir)
         self.clock = clock or SystemClock()
         self._transport = transport
         self.processors = ProcessorRegistry()
         self._lock_fd = self._lock_out_dir()
+        settings: str | None = None  # to store: new, or changed with reconfigure
+        if store_factory is None:
+            # A resume runs with the settings the crawl started with (crawl_settings.py).
+            config, settings = self._settle_settings(config, given, reconfigure)
+        self.config = config
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
             self.store = store_factory(self.out_dir / "crawl.db")
         else:
@@ -133,6 +143,8 @@ class Crawler:
                 ),
                 background_checkpoints=True,
             )
+        if settings is not None:
+            self.store.set_meta(SETTINGS_KEY, settings)
         self._committer = GroupCommitter(self.store, self.clock.now)
         self.scope = Scope(config.scope, self.store.seed_urls(), config.allow_hosts)
         self.discovery = Discovery(
@@ -171,6 +183,27 @@ class Crawler:
         self._budget = CrawlBudget(self.store, config.max_pages, config.max_bytes)
 
     # -- setup ---------------------------------------------------------------------------------
+
+    def _settle_settings(
+        self, config: CrawlConfig, given: frozenset[str] | None, reconfigure: bool
+    ) -> tuple[CrawlConfig, str | None]:
+        """The stored settings of a resumed crawl, changed only with ``reconfigure`` (each
+        change logged); a new crawl's settings are stored once its crawl.db exists."""
+        path = self.out_dir / "crawl.db"
+        stored = read_meta(path, SETTINGS_KEY) if path.exists() else None
+        try:
+            settled, changes = settle(
+                config,
+                stored,
+                given_by_default(config) if given is None else given,
+                reconfigure=reconfigure,
+            )
+        except ConfigError:
+            self._unlock()
+            raise
+        for change in changes:
+            log.warning("--reconfigure: %s", change.describe())
+        return settled, stored_form(settled) if changes or stored is None else None
 
     def _lock_out_dir(self) -> int:
         try:
@@ -529,6 +562,9 @@ class Crawler:
 
     def close(self) -> None:
         self.store.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
         with contextlib.suppress(OSError):
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)

@@ -14,8 +14,15 @@ from crawlspace.progress import CrawlProgress
 from crawlspace.report import crawl_stats
 
 
-def run_crawl(config: CrawlConfig, out_dir: Path, seeds: list[str]) -> CrawlSummary:
-    crawler = Crawler(config, out_dir)
+def run_crawl(
+    config: CrawlConfig,
+    out_dir: Path,
+    seeds: list[str],
+    *,
+    given: frozenset[str] | None = None,
+    reconfigure: bool = False,
+) -> CrawlSummary:
+    crawler = Crawler(config, out_dir, given=given, reconfigure=reconfigure)
     try:
         crawler.add_seeds(seeds)
         if config.progress:

@@ -6,6 +6,7 @@ commit; they never touch the store, so the commit stays one transaction in ``cra
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import email.utils
 import hashlib
@@ -180,6 +181,8 @@ class Visitor:
             if target is None or after_redirects(hops, self.config.max_redirects) is not None:
                 break
             url = target
+            # Every hop is a request: the next one waits the politeness gap, as a page would.
+            await asyncio.sleep(self.politeness.gap(response.elapsed, None))
         return self.robots_outcome(
             lease,
             status,
@@ -292,13 +295,25 @@ class Visitor:
         completion.host_backoff = host.level
         completion.host_failures = host.failures
 
+    def _retry_or_fail(self, lease: Lease, response: FetchResponse) -> Completion:
+        """A 429 (or a 503 with Retry-After) asks us to wait, not to give up: the URL is tried
+        again after the wait, up to ``max_throttled_attempts`` tries in all, and then fails
+        saying so ("throttled"). Other 5xx answers are failures: ``max_attempts`` tries."""
+        status = response.status
+        throttled = status == 429 or (status == 503 and response.header("retry-after"))
+        cap = self.config.max_throttled_attempts if throttled else self.config.max_attempts
+        if lease.attempt < cap:
+            return Completion(state="queued", reason=f"http_{status}")
+        if throttled:
+            log.warning("giving up on %s: still throttled after %d tries", lease.url, cap)
+        return Completion(state="failed", reason="throttled" if throttled else f"http_{status}")
+
     async def _page_outcome(
         self, lease: Lease, response: FetchResponse
     ) -> tuple[Completion, ProcessedContent | None]:
         status = response.status
         if status in RETRY_STATUSES or status >= 500:
-            state = "queued" if lease.attempt < self.config.max_attempts else "failed"
-            return Completion(state=state, reason=f"http_{status}"), None
+            return self._retry_or_fail(lease, response), None
         if status in REDIRECT_STATUSES:
             return self._redirect(lease, response), None
         completion = Completion(

@@ -150,6 +150,22 @@ def test_no_request_inside_a_retry_after_window(crawled: tuple[FaultWeb, Path, f
     got = states(out)
     assert got[web.url("throttle", "/a")] == ("fetched", None)
     assert got[web.url("throttle", "/b")] == ("fetched", None)
+    # Throttled more often than max_attempts (3): waited out each time, then fetched.
+    paths = [r["path"] for r in rows]
+    assert paths.count("/c") == faultweb.THROTTLED_TIMES + 1
+    assert got[web.url("throttle", "/c")] == ("fetched", None)
+
+
+def test_robots_redirect_hops_are_requests_like_any_other(
+    crawled: tuple[FaultWeb, Path, float],
+) -> None:
+    web, _, _ = crawled
+    rows = by_site(web.requests())["redirects"]
+    assert [r["path"] for r in rows[:3]] == ["/robots.txt", "/robots-hop", "/robots-final"]
+    # The politeness gap between hops is checked with every other request of the site
+    # (test_politeness_holds_on_every_faulty_host); here, that the chain was followed to rules.
+    for prev, nxt in pairwise(rows[:3]):
+        assert nxt["start"] >= prev["end"] + MIN_DELAY - CLOCK_SLACK, (prev, nxt)
 
 
 def test_server_errors_retry_then_fail_with_the_reason(

@@ -6,7 +6,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-__all__ = ["connect_read_only", "read_only_uri"]
+__all__ = ["connect_read_only", "read_meta", "read_only_uri"]
 
 
 def read_only_uri(path: Path | str) -> str:
@@ -29,3 +29,18 @@ def connect_read_only(path: Path | str) -> sqlite3.Connection:
             raise
         db = sqlite3.connect(read_only_uri(path) + "&immutable=1", uri=True)
     return db
+
+
+def read_meta(path: Path | str, key: str) -> str | None:
+    """One ``meta`` value of a crawl.db, read before the store opens it (None: not there)."""
+    try:
+        db = connect_read_only(path)
+    except sqlite3.Error:
+        return None
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return None if row is None else str(row[0])

@@ -1,0 +1,60 @@
+"""A crawl remembers its settings: a resume uses them, a changed one needs --reconfigure (listed,
+with a warning when it lowers politeness), judged from the CLI's output and the server's log."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from crawlspace.demo.webfarm import WebFarm, html_site
+from tests.webs import linked_pages
+from tests.workers import cli
+
+PAGES = 12
+
+
+def crawl(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = cli("crawl", "--out", str(out), "-q", *args)
+    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+
+
+def served(farm: WebFarm) -> int:
+    farm.wait_idle()
+    return len([r for r in farm.requests_for("site") if r.path_qs != "/robots.txt"])
+
+
+def test_a_resume_uses_the_stored_settings_and_changes_need_reconfigure(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    config = tmp_path / "crawl.toml"
+    config.write_text("[crawl]\nallow_nets = ['127.0.0.0/8']\nmin_delay = 0.05\n")
+    with WebFarm({"site": html_site("site", linked_pages(PAGES))}) as farm:
+        seed = farm.url("site", "/p0.html")
+        first = crawl(out, "--config", str(config), "--max-pages", "3", "--delay-factor", "0", seed)
+        assert first.returncode == 0, first.stderr
+        assert served(farm) == 3
+
+        # Without the config file: the stored allow_nets (loopback) and min_delay still hold,
+        # and max_pages, a setting of one run, may differ freely.
+        again = crawl(out, "--max-pages", "6")
+        assert again.returncode == 0, again.stderr
+        assert served(farm) == 6
+
+        # A changed setting is refused in one line, before any request.
+        faster = crawl(out, "--min-delay", "0.01")
+        assert faster.returncode == 2
+        lines = faster.stderr.strip().splitlines()
+        assert len(lines) == 1, faster.stderr
+        assert "min_delay: 0.05 -> 0.01 (lowers politeness)" in lines[0]
+        assert "--reconfigure" in lines[0]
+        assert served(farm) == 6
+
+        # With --reconfigure it applies, and says what changed.
+        changed = crawl(out, "--min-delay", "0.01", "--reconfigure")
+        assert changed.returncode == 0, changed.stderr
+        assert "min_delay: 0.05 -> 0.01 (lowers politeness)" in changed.stderr
+        assert served(farm) == PAGES
+
+        # Stored now: the same flag again is no change.
+        same = crawl(out, "--min-delay", "0.01")
+        assert same.returncode == 0, same.stderr
+        assert "reconfigure" not in same.stderr
