@@ -17,6 +17,11 @@ from crawlspace.errors import ConfigError, CrawlspaceError
 
 
 def _crawl_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--reconfigure",
+        action="store_true",
+        help="change settings a resumed crawl started with (each change is listed)",
+    )
     add = parser.add_argument
     add("--config", type=Path, help="TOML file with crawl settings (flags override it)")
     add("--user-agent", help="User-Agent; the robots product token is the part before '/'")
@@ -235,11 +240,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_seed(args: argparse.Namespace) -> int:
-    from crawlspace.worker import seed_frontier
+    from crawlspace.worker import Resume, seed_frontier
 
     config = _config_from(args, progress=False)
     added = seed_frontier(
-        config, args.frontier, args.seeds, namespace=args.namespace, buckets=args.buckets
+        config,
+        args.frontier,
+        args.seeds,
+        namespace=args.namespace,
+        buckets=args.buckets,
+        resume=Resume(_given_from(args), args.reconfigure),
     )
     print(f"added {added} of {len(args.seeds)} seeds to {args.frontier}")
     return 0
@@ -247,7 +257,7 @@ def _cmd_seed(args: argparse.Namespace) -> int:
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     from crawlspace.runner import print_summary
-    from crawlspace.worker import Durability, run_worker
+    from crawlspace.worker import Durability, Resume, run_worker
 
     config = _config_from(args, progress=False)
     durability = Durability(args.wait_replicas, args.wait_timeout)
@@ -258,6 +268,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         buckets=args.buckets,
         durability=durability,
+        resume=Resume(_given_from(args), args.reconfigure),
     )
     if not args.quiet:
         print_summary(args.out, summary)
@@ -321,11 +332,6 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("seeds", nargs="*", metavar="SEED_URL")
     crawl.add_argument("--out", type=Path, required=True, help="crawl directory (resumable)")
     crawl.add_argument("--seeds", dest="seeds_file", type=Path, help="file with one seed per line")
-    crawl.add_argument(
-        "--reconfigure",
-        action="store_true",
-        help="change settings a resumed crawl started with (each change is listed)",
-    )
     _crawl_options(crawl)
     crawl.set_defaults(func=_cmd_crawl)
 

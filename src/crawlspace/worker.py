@@ -7,6 +7,7 @@ Politeness is global because every host's token lives in one Redis hash slot.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
+from crawlspace.crawl_settings import given_by_default, settle, stored_form
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.shared import SharedStore
@@ -52,6 +54,39 @@ def open_frontier(
     return frontier
 
 
+log = logging.getLogger("crawlspace.worker")
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """The settings this process was given (None: those that differ from the defaults) and
+    whether it may change the ones the shared crawl started with (crawl_settings.py)."""
+
+    given: frozenset[str] | None = None
+    reconfigure: bool = False
+
+
+def shared_settings(config: CrawlConfig, url: str, namespace: str, resume: Resume) -> CrawlConfig:
+    """The settings of the crawl in ``namespace``: stored in Redis (``{ns}:settings``) by the
+    first process, then used by every ``seed`` and ``worker``, as a crawl directory does."""
+    client = connect(url)
+    key = f"{namespace}:settings"
+    given = given_by_default(config) if resume.given is None else resume.given
+    try:
+        while True:
+            stored = client.get(key)
+            settled, changes = settle(config, stored, given, reconfigure=resume.reconfigure)
+            if stored is None and not client.set(key, stored_form(settled), nx=True):
+                continue  # another process stored them first: settle against those
+            if changes:
+                client.set(key, stored_form(settled))
+                for change in changes:
+                    log.warning("--reconfigure: %s", change.describe())
+            return settled
+    finally:
+        client.close()
+
+
 def _crawler(
     config: CrawlConfig,
     out_dir: Path,
@@ -60,7 +95,10 @@ def _crawler(
     buckets: int,
     *,
     durability: Durability | None = None,
+    resume: Resume | None = None,
 ) -> Crawler:
+    config = shared_settings(config, url, namespace, resume or Resume())
+
     def factory(db_path: Path) -> SharedStore:
         frontier = open_frontier(
             config, url, namespace=namespace, buckets=buckets, durability=durability
@@ -80,10 +118,11 @@ def seed_frontier(
     *,
     namespace: str = "cs",
     buckets: int = DEFAULT_BUCKETS,
+    resume: Resume | None = None,
 ) -> int:
     """Normalize ``seeds`` exactly as ``crawl`` does and add them to the shared frontier."""
     with tempfile.TemporaryDirectory(prefix="crawlspace-seed-") as scratch:
-        crawler = _crawler(config, Path(scratch), url, namespace, buckets)
+        crawler = _crawler(config, Path(scratch), url, namespace, buckets, resume=resume)
         try:
             return crawler.add_seeds(seeds)
         finally:
@@ -98,9 +137,12 @@ def run_worker(
     namespace: str = "cs",
     buckets: int = DEFAULT_BUCKETS,
     durability: Durability | None = None,
+    resume: Resume | None = None,
 ) -> CrawlSummary:
     """Crawl from the shared frontier until no worker holds a lease and nothing is queued."""
-    crawler = _crawler(config, out_dir, url, namespace, buckets, durability=durability)
+    crawler = _crawler(
+        config, out_dir, url, namespace, buckets, durability=durability, resume=resume
+    )
     try:
         return crawler.run()
     finally:

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from crawlspace.demo.webfarm import WebFarm, html_site
+from tests.redis_servers import start_single
 from tests.webs import linked_pages
 from tests.workers import cli
 
@@ -58,3 +59,33 @@ def test_a_resume_uses_the_stored_settings_and_changes_need_reconfigure(tmp_path
         same = crawl(out, "--min-delay", "0.01")
         assert same.returncode == 0, same.stderr
         assert "reconfigure" not in same.stderr
+
+
+def test_workers_share_the_settings_the_shared_crawl_started_with(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        "[crawl]\nallow_nets = ['127.0.0.0/8']\nmin_delay = 0.05\ndelay_factor = 0.0\n"
+    )
+    redis = start_single(tmp_path / "redis")
+    try:
+        shared = ["--frontier", redis.url, "--namespace", "settings", "--buckets", "8", "-q"]
+        with WebFarm({"site": html_site("site", linked_pages(PAGES))}) as farm:
+            seed = cli("seed", *shared, "--config", str(config), farm.url("site", "/p0.html"))
+            subprocess.run(seed, check=True, timeout=60, capture_output=True)
+
+            # A worker given a faster delay is refused in one line, before any request.
+            fast = cli("worker", *shared, "--out", str(tmp_path / "w0"), "--min-delay", "0.01")
+            refused = subprocess.run(fast, check=False, capture_output=True, text=True, timeout=60)
+            assert refused.returncode == 2
+            lines = refused.stderr.strip().splitlines()
+            assert len(lines) == 1, refused.stderr
+            assert "min_delay: 0.05 -> 0.01 (lowers politeness)" in lines[0]
+            assert served(farm) == 0
+
+            # A worker given nothing crawls with the stored settings: loopback allowed.
+            plain = cli("worker", *shared, "--out", str(tmp_path / "w1"))
+            done = subprocess.run(plain, check=False, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            assert served(farm) == PAGES
+    finally:
+        redis.stop()
