@@ -18,6 +18,7 @@ from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
 from crawlspace.crawl_settings import given_by_default, settle, stored_form
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
+from crawlspace.store.redis.scripts import ride_out
 from crawlspace.store.shared import SharedStore
 
 
@@ -55,6 +56,8 @@ def open_frontier(
 
 
 log = logging.getLogger("crawlspace.worker")
+# A worker starting during a failover waits for the cluster as the frontier's calls do.
+RETRY_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +75,18 @@ def shared_settings(config: CrawlConfig, url: str, namespace: str, resume: Resum
     client = connect(url)
     key = f"{namespace}:settings"
     given = given_by_default(config) if resume.given is None else resume.given
+
+    def store(form: str, *, first: bool) -> bool:
+        return bool(ride_out(lambda: client.set(key, form, nx=first), RETRY_SECONDS))
+
     try:
         while True:
-            stored = client.get(key)
+            stored = ride_out(lambda: client.get(key), RETRY_SECONDS)
             settled, changes = settle(config, stored, given, reconfigure=resume.reconfigure)
-            if stored is None and not client.set(key, stored_form(settled), nx=True):
+            if stored is None and not store(stored_form(settled), first=True):
                 continue  # another process stored them first: settle against those
             if changes:
-                client.set(key, stored_form(settled))
+                store(stored_form(settled), first=False)
                 for change in changes:
                     log.warning("--reconfigure: %s", change.describe())
             return settled

@@ -17,7 +17,7 @@ from redis.cluster import ClusterNode, RedisCluster
 from crawlspace.frontier.aopic import NO_CASH_PRIORITY, POINTS_PER_DOUBLING, TOP_EXPONENT
 from crawlspace.frontier.front_queues import REVISIT_BAND, FrontQueues
 
-__all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "stored_buckets"]
+__all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "ride_out", "stored_buckets"]
 
 # Errors a failover, a restart or a moving slot produce; the operation is retried.
 TRANSIENT: tuple[type[Exception], ...] = (
@@ -77,6 +77,32 @@ def connect(url: str) -> Any:
     raise ValueError(f"{url!r}: a Redis frontier URL starts with redis:// or redis+cluster://")
 
 
+def ride_out(
+    call: Callable[[], _T],
+    seconds: float,
+    *,
+    retried: list[bool] | None = None,
+    reload: Callable[[], None] | None = None,
+) -> _T:
+    """Retry ``call`` through a failover or a restart while ``seconds`` allow, then raise."""
+    deadline = time.monotonic() + seconds
+    delay = 0.05
+    while True:
+        try:
+            return call()
+        except redis.exceptions.NoScriptError:
+            if reload is None:
+                raise
+            reload()
+        except TRANSIENT:
+            if retried is not None:
+                retried[:] = [True]
+            if time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)  # bounded by the deadline; nothing to do until Redis is back
+            delay = min(delay * 2, 1.0)
+
+
 class ScriptRunner:
     """Runs the frontier's scripts on the buckets of one namespace."""
 
@@ -127,28 +153,15 @@ class ScriptRunner:
         return f"{{{self.namespace}:b{bucket}}}:"
 
     def retrying(self, call: Callable[[], _T], *, retried: list[bool] | None = None) -> _T:
-        """Ride out a failover or a restart: retry while the deadline allows, then raise.
+        """Ride out a failover or a restart (``ride_out``), reloading the scripts a promoted
+        replica or a restarted node may lack.
 
         Retrying a script whose reply was lost is safe: add is idempotent (the seen set), a
         repeated release is refused as stale, a repeated completion says it was applied
         already (``complete``), and a lease granted twice leaves one orphan lease that expires
         (at-least-once, never a lost URL). ``retried`` is set when a call failed in transit.
         """
-        deadline = time.monotonic() + self.retry_seconds
-        delay = 0.05
-        while True:
-            try:
-                return call()
-            except redis.exceptions.NoScriptError:
-                # A promoted replica or a restarted node may lack the script cache.
-                self._load_scripts()
-            except TRANSIENT:
-                if retried is not None:
-                    retried[:] = [True]
-                if time.monotonic() + delay > deadline:
-                    raise
-                time.sleep(delay)  # bounded by the deadline; nothing to do until Redis is back
-                delay = min(delay * 2, 1.0)
+        return ride_out(call, self.retry_seconds, retried=retried, reload=self._load_scripts)
 
     def _load_scripts(self) -> None:
         self._sha = {name: self.client.script_load(src) for name, src in self._src.items()}
