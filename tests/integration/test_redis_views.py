@@ -530,9 +530,14 @@ def test_a_grant_whose_master_dies_during_wait_stays_unconfirmed(tmp_path: Path)
 
 
 def replica_port(master_port: int) -> int:
-    """The port of the master's (one) connected replica, from ROLE: the master's own word."""
+    """The port of the master's (one) connected replica, from ROLE: the master's own word. A
+    cluster just started may not have linked its replica yet: asked again for up to 10 s."""
+    deadline = time.monotonic() + 10.0
     with redis.Redis(port=master_port, decode_responses=True) as r:
-        (_, port, _), *_ = r.execute_command("ROLE")[2]
+        while not (replicas := r.execute_command("ROLE")[2]):
+            assert time.monotonic() < deadline, f"no replica linked to {master_port}"
+            time.sleep(0.05)
+    (_, port, _), *_ = replicas
     return int(port)
 
 
