@@ -6,12 +6,14 @@ Every method takes ``now`` from the caller: stores never read a clock, so they r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from crawlspace.frontier.budgets import KeyedBudget
 from crawlspace.frontier.front_queues import FrontQueues
+from crawlspace.frontier.priority import PriorityRules
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 
 
@@ -43,6 +45,13 @@ class FrontierLimits:
     aopic_tax: float | None = None
     # Cross-host order: the front band of each host's best URL, with aging (front_queues.py).
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
+
+    def priority_rules(self) -> PriorityRules:
+        """The link-driven priority rules these limits carry (in-links, or AOPIC's tax)."""
+        rules = PriorityRules(inlink_weight=self.inlink_weight, inlink_cap=self.inlink_cap)
+        if self.aopic_tax is None:
+            return rules
+        return dataclasses.replace(rules, policy="aopic", aopic_tax=self.aopic_tax)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from pathlib import Path
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
-from crawlspace.frontier.priority import PriorityRules
 from crawlspace.frontier.states import check_transition
 from crawlspace.records import (
     Completion,
@@ -110,15 +109,7 @@ class SqliteStore:
             self.limits.discovery_trap_ratio,
             self.limits.trap_priority_penalty,
         )
-        tax = self.limits.aopic_tax
-        self.ranking = sqlite_priority.Ranking(
-            PriorityRules(
-                "score" if tax is None else "aopic",
-                inlink_weight=self.limits.inlink_weight,
-                inlink_cap=self.limits.inlink_cap,
-                aopic_tax=0.1 if tax is None else tax,
-            )
-        )
+        self.ranking = sqlite_priority.Ranking(self.limits.priority_rules())
         self._band_tally: dict[int, list[int]] = {}
         # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.
         self._pages_done: int | None = None

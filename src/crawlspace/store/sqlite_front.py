@@ -11,6 +11,7 @@ policy). The triggers are plain SQL: another program writing crawl.db needs no f
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from typing import Final
 
@@ -78,6 +79,7 @@ def migrate(db: sqlite3.Connection, front: FrontQueues) -> None:
     db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_BANDS_KEY, signature))
 
 
+@functools.cache
 def ready_sql(front: FrontQueues, columns: str) -> str:
     """One statement reading ``columns`` of up to ``?`` ready hosts of each band, oldest first,
     each band one seek of ``hosts_front``; parameters: (now, limit) per band. The band and
@@ -90,6 +92,7 @@ def ready_sql(front: FrontQueues, columns: str) -> str:
     return " UNION ALL ".join(per_band)
 
 
+@functools.cache
 def next_ready_sql(front: FrontQueues) -> str:
     """The earliest ready time of any host: one ``hosts_front`` seek per band."""
     per_band = [

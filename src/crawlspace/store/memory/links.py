@@ -20,7 +20,7 @@ from crawlspace.frontier.aopic import (
 )
 from crawlspace.frontier.budgets import advance_window
 from crawlspace.frontier.front_queues import REVISIT_BAND
-from crawlspace.frontier.priority import PriorityRules, inlink_priority
+from crawlspace.frontier.priority import inlink_priority
 from crawlspace.frontier.states import UrlState
 from crawlspace.records import Completion, UrlCandidate
 from crawlspace.store.base import FrontierLimits
@@ -44,12 +44,7 @@ class LinkPolicy:
 
     def __init__(self, limits: FrontierLimits, reprioritize: Callable[[MemUrl, int], None]):
         self._limits = limits
-        self._rules = PriorityRules(
-            "score" if limits.aopic_tax is None else "aopic",
-            inlink_weight=limits.inlink_weight,
-            inlink_cap=limits.inlink_cap,
-            aopic_tax=0.1 if limits.aopic_tax is None else limits.aopic_tax,
-        )
+        self._rules = limits.priority_rules()
         self._reprioritize = reprioritize
         self.lambda_total = 0.0
 

@@ -95,10 +95,10 @@ local function ready_marks(full)
   return MARKS
 end
 
--- The first ready time of each non-empty band as a number, from `marks` (ready_marks).
-local function band_heads(marks)
+-- The first ready time of each non-empty band as a number (ready_marks).
+local function band_heads()
   local heads = {}
-  for b, at in pairs(marks or ready_marks()) do heads[b] = tonumber(at) end
+  for b, at in pairs(ready_marks()) do heads[b] = tonumber(at) end
   return heads
 end
 
@@ -190,10 +190,10 @@ end
 -- for none. Scores come back as Redis formats them (exact). Only scripts that can change the due
 -- set read its mark (`due` true); the others send '*', which the index reads as "unchanged" (one
 -- command less per call on the lease and admission paths).
-local function marks(due, full)
+local function marks(due)
   local l = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
   local d = due and redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES') or {'*', '*'}
-  return {ready_marks(full), l[2] or '', d[2] or ''}
+  return {ready_marks(), l[2] or '', d[2] or ''}
 end
 
 -- The ready marks as the index takes them: {band, mark, band, mark, ...} for every band
