@@ -42,9 +42,9 @@ from pathlib import Path
 from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.sqlite import SqliteStore
-from crawlspace.store.sqlite_checkpoint import WalCheckpointer
-from crawlspace.store.sqlite_schema import SCHEMA
+from crawlspace.store.sqlite.checkpoint import WalCheckpointer
+from crawlspace.store.sqlite.schema import SCHEMA
+from crawlspace.store.sqlite.store import SqliteStore
 from frontier_store_bench import link_batches
 
 # The secondary indexes the bulk load builds after the rows (as SCHEMA defines them).

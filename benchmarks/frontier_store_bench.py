@@ -33,7 +33,7 @@ from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 
 
 def candidates(hosts: int, urls: int, hot: int) -> Iterator[UrlCandidate]:

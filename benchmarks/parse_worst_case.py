@@ -2,7 +2,7 @@
 
     python benchmarks/parse_worst_case.py
 
-Each page is parsed the way the crawl does it (crawlspace.processors.process_html in the parse
+Each page is parsed the way the crawl does it (crawlspace.parse.processors.process_html in the parse
 thread pool) while the event loop runs a 1 ms ticker; the table reports the parse time and the
 longest gap between ticks (the loop stall). Prints a Markdown table.
 """
@@ -13,8 +13,8 @@ import asyncio
 import platform
 import time
 
-from crawlspace.processors import process_html
-from crawlspace.stages import StagePools
+from crawlspace.crawl.stages import StagePools
+from crawlspace.parse.processors import process_html
 
 MIB = 1024 * 1024
 

@@ -29,7 +29,7 @@ from crawl_vs_scrapy import command, fetched_urls  # noqa: E402
 RATE = 250  # samples per second per process
 # Leaves where a thread only waits (py-spy does not always see these threads as idle): left out
 # of the CPU figures and reported as one line.
-WAITING = ("select (selectors.py)", "wait (threading.py)", "watch (stages.py)")
+WAITING = ("select (selectors.py)", "wait (threading.py)", "watch (crawl/stages.py)")
 
 
 def leaf(frame: str) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.records import UrlCandidate
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 
 HOSTS = 1000
 

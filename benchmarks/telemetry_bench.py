@@ -20,7 +20,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.dashboard.data import snapshot
 from crawlspace.dashboard.page import report_page
 from crawlspace.records import Completion, FetchRecord, UrlCandidate
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 from crawlspace.telemetry import Telemetry
 from crawlspace.telemetry.metrics import CrawlMetrics
 

@@ -23,7 +23,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 from zlib_ng import zlib_ng
 
-from crawlspace.store.warc import WarcWriter
+from crawlspace.archive.warc import WarcWriter
 
 REQUEST_HEADERS = [("Host", "example.com"), ("User-Agent", "crawlspace-bench/0.1")]
 RESPONSE_HEADERS = [("Content-Type", "text/html; charset=utf-8"), ("Server", "bench")]

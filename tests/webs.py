@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawlspace.crawl import Crawler, CrawlSummary
+from crawlspace.crawl.crawler import Crawler, CrawlSummary
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
 
 

@@ -8,15 +8,15 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from crawlspace.config import CrawlConfig, build_config
-    from crawlspace.crawl import Crawler, CrawlSummary
+    from crawlspace.crawl.crawler import Crawler, CrawlSummary
 
 __all__ = ["CrawlConfig", "CrawlSummary", "Crawler", "__version__", "build_config"]
 
 _PUBLIC = {
     "CrawlConfig": "crawlspace.config",
     "build_config": "crawlspace.config",
-    "Crawler": "crawlspace.crawl",
-    "CrawlSummary": "crawlspace.crawl",
+    "Crawler": "crawlspace.crawl.crawler",
+    "CrawlSummary": "crawlspace.crawl.crawler",
 }
 
 

@@ -85,7 +85,7 @@ def _config_from(args: argparse.Namespace, **extra: Any) -> Any:
 
 
 def _given_from(args: argparse.Namespace, **extra: Any) -> frozenset[str]:
-    """The settings this command line gives (a resume keeps the others, crawl_settings.py)."""
+    """The settings this command line gives (a resume keeps the others, crawl/settings.py)."""
     return given_settings(args.config, **_overrides(args, extra))
 
 
@@ -136,7 +136,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 
 def _cmd_crawl(args: argparse.Namespace) -> int:
-    from crawlspace.runner import print_summary, run_crawl
+    from crawlspace.crawl.runner import print_summary, run_crawl
 
     seeds = list(args.seeds)
     if args.seeds_file:
@@ -179,9 +179,9 @@ def _reads_frontier(args: argparse.Namespace) -> bool:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    from crawlspace.report import crawl_stats
-    from crawlspace.runner import print_stats
-    from crawlspace.shared_report import frontier_summary, print_frontier_stats
+    from crawlspace.crawl.runner import print_stats
+    from crawlspace.ops.report import crawl_stats
+    from crawlspace.ops.shared_report import frontier_summary, print_frontier_stats
 
     if _reads_frontier(args):
         stats = frontier_summary(args.frontier, namespace=args.namespace, buckets=args.buckets)
@@ -196,7 +196,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from crawlspace.export import write_export, write_frontier_export
+    from crawlspace.ops.export import write_export, write_frontier_export
 
     frontier = _reads_frontier(args)
     if args.format == "parquet":
@@ -240,7 +240,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_seed(args: argparse.Namespace) -> int:
-    from crawlspace.worker import Resume, seed_frontier
+    from crawlspace.crawl.worker import Resume, seed_frontier
 
     config = _config_from(args, progress=False)
     added = seed_frontier(
@@ -256,8 +256,8 @@ def _cmd_seed(args: argparse.Namespace) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    from crawlspace.runner import print_summary
-    from crawlspace.worker import Durability, Resume, run_worker
+    from crawlspace.crawl.runner import print_summary
+    from crawlspace.crawl.worker import Durability, Resume, run_worker
 
     config = _config_from(args, progress=False)
     durability = Durability(args.wait_replicas, args.wait_timeout)

@@ -70,7 +70,7 @@ class CrawlConfig:
     delay_factor: float = 10.0
     max_in_flight_per_host: int = 1
     concurrency: int = 32
-    parse_workers: int = 2  # parse worker processes (stages.py)
+    parse_workers: int = 2  # parse worker processes (crawl/stages.py)
     # "asyncio" (the stdlib loop) or "uvloop" (libuv; pip install 'crawlspace[uvloop]').
     event_loop: str = "asyncio"
     duration: float | None = None
@@ -89,7 +89,7 @@ class CrawlConfig:
     # tried again after the wait, up to this many tries in all (then it fails as "throttled").
     max_throttled_attempts: int = 10
     # A lease lives total_timeout + this long before it expires; a visit that has not sent its
-    # request within this long of the grant gives the lease back unfetched (visit.py).
+    # request within this long of the grant gives the lease back unfetched (crawl/visit.py).
     lease_grace: float = 60.0
     # Backoff (frontier/backoff.py): 429/503 without Retry-After, failure retries, host pauses.
     backoff_base: float = 5.0
@@ -376,7 +376,7 @@ def build_config(config_file: Path | None = None, **overrides: Any) -> CrawlConf
 
 
 def given_settings(config_file: Path | None = None, **overrides: Any) -> frozenset[str]:
-    """The settings a TOML file and overrides give (crawl_settings.py: a resume keeps the
+    """The settings a TOML file and overrides give (crawl/settings.py: a resume keeps the
     others as the crawl stored them)."""
     return frozenset(_given_values(config_file, overrides))
 

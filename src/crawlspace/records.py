@@ -50,7 +50,7 @@ class Lease:
     # The host's throttling level and failure streak at lease time (frontier/backoff.py).
     host_backoff: int = 0
     host_failures: int = 0
-    # How the URL entered the frontier: "sitemap" leases are read as sitemaps (visit.py).
+    # How the URL entered the frontier: "sitemap" leases are read as sitemaps (crawl/visit.py).
     source: str = "link"
     # The URL's recrawl state when leased (frontier/revisit.py plan_revisit): its learned
     # interval, the content hash of its last 200 and its sitemap changefreq.

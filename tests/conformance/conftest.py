@@ -15,7 +15,7 @@ from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 from crawlspace.store.base import Frontier, FrontierLimits
 from crawlspace.store.memory import MemoryFrontier
 from crawlspace.store.redis.frontier import connect
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 from tests.redis_servers import RedisDeployment, start_cluster, start_single
 
 _namespaces = itertools.count()

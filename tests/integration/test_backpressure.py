@@ -6,9 +6,9 @@ import threading
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import WebFarm, html_site
-from crawlspace.processors import ProcessedContent, process_html
+from crawlspace.parse.processors import ProcessedContent, process_html
 from crawlspace.records import Lease, LeaseKind
 from tests.webs import linked_pages
 

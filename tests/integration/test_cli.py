@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.cli import build_parser, main
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 from tests.webs import stats_json
 
 # Should a bad input ever get through, the crawl must send nothing anywhere: a loopback URL the

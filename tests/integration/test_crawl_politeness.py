@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.demo.webfarm import LoggedRequest, WebFarm, html_site, max_concurrency, min_gap
-from crawlspace.export import iter_records
+from crawlspace.ops.export import iter_records
 from tests.webs import crawl_command, linked_pages, site_with_robots, slow_site, status_site
 
 MIN_DELAY = 0.1

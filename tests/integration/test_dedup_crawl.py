@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Site, WebFarm, html
-from crawlspace.report import crawl_stats
+from crawlspace.ops.report import crawl_stats
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from crawlspace.store.redis.views import frontier_stats
 from tests.redis_servers import RedisDeployment, start_single

@@ -1,4 +1,4 @@
-"""X-Robots-Tag on responses that are not HTML (visit.py): the header is what such files have,
+"""X-Robots-Tag on responses that are not HTML (crawl/visit.py): the header is what such files have,
 so noindex must be recorded whether or not a processor parsed the body."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from tests.webs import run_and_close
 

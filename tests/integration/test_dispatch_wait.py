@@ -1,4 +1,4 @@
-"""The dispatcher sleeps while every fetch slot is taken (crawl.py): a ready host cannot be
+"""The dispatcher sleeps while every fetch slot is taken (crawl/crawler.py): a ready host cannot be
 served before a task ends, and each task's end wakes it. It used to poll the store every
 millisecond instead, for as long as the slots stayed full."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import WebFarm
 from tests.webs import slow_site
 

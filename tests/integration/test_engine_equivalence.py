@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
-from crawlspace.export import iter_records
-from crawlspace.report import open_crawl_db
+from crawlspace.ops.export import iter_records
+from crawlspace.ops.report import open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from crawlspace.store.redis.views import iter_frontier_records
 from tests.integration.test_crawl_politeness import assert_polite

@@ -1,4 +1,4 @@
-"""A visit that raises (crawl.py), a bug's exception rather than a fetch error.
+"""A visit that raises (crawl/crawler.py), a bug's exception rather than a fetch error.
 
 A page visit spends an attempt and keeps its host waiting, and after max_attempts the URL fails;
 a robots.txt visit counts as unreachable, so it is retried later and then disallows the host. A
@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.fetch.aiohttp_transport import AiohttpTransport
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
-from crawlspace.processors import process_html
+from crawlspace.parse.processors import process_html
 from tests.webs import linked_pages, run_and_close
 
 MIN_DELAY = 0.2

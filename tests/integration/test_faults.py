@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from crawlspace.export import iter_records
+from crawlspace.ops.export import iter_records
 from tests import faultweb
 from tests.webs import crawl_command
 

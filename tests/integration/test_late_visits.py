@@ -1,4 +1,5 @@
-"""A visit whose event loop was held up past its lease grace sends nothing (visit.py, crawl.py).
+"""A visit whose event loop was held up past its lease grace sends nothing (crawl/visit.py,
+crawl/crawler.py).
 
 Once a lease expires, another worker may be given the host; a request sent on the expired lease
 would then overlap that worker's. A store call riding out a Redis failover blocks the loop for
@@ -13,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import WebFarm, html_site
+from crawlspace.ops.report import crawl_stats
 from crawlspace.records import Lease, LeaseKind
-from crawlspace.report import crawl_stats
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 from tests.webs import linked_pages
 
 TOTAL_TIMEOUT = 0.5

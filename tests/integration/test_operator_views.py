@@ -30,8 +30,8 @@ import pytest
 from crawlspace.dashboard import write_report
 from crawlspace.dashboard.server import DashboardServer
 from crawlspace.demo.webfarm import Response, WebFarm, html_site
-from crawlspace.export import iter_records
-from crawlspace.report import crawl_stats
+from crawlspace.ops.export import iter_records
+from crawlspace.ops.report import crawl_stats
 from tests.webs import linked_pages, slow_site
 
 # The budgets the dashboard lists under "Traps and demotions" (dashboard/static/dashboard.js).

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.frontier.priority import PriorityRules
 from crawlspace.records import Completion, Lease, UrlCandidate
-from crawlspace.store import sqlite_revisit
-from crawlspace.store.sqlite import SqliteStore
-from crawlspace.store.sqlite_priority import Ranking
+from crawlspace.store.sqlite import revisit as sqlite_revisit
+from crawlspace.store.sqlite.priority import Ranking
+from crawlspace.store.sqlite.store import SqliteStore
 from crawlspace.urls import host_key
 
 NO_ROBOTS = html("", 404)
@@ -222,7 +222,7 @@ def test_path_ascending_discovery_finds_unlinked_directories(
 
 def test_in_links_never_push_a_new_url_into_the_revisit_band(tmp_path: Path) -> None:
     # Priority 0 (a sitemap's 1.0, say) minus in-link points would go below 0, the band of due
-    # revisits (store/sqlite_revisit.py): the URL would count as a revisit.
+    # revisits (store/sqlite/revisit.py): the URL would count as a revisit.
     store = _store(tmp_path / "crawl.db", PriorityRules(inlink_weight=3, inlink_cap=5))
     try:
         others = ("b.test", "c.test", "d.test")

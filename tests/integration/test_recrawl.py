@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
-from crawlspace.export import iter_records
-from crawlspace.report import crawl_stats, open_crawl_db
+from crawlspace.ops.export import iter_records
+from crawlspace.ops.report import crawl_stats, open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment, start_cluster

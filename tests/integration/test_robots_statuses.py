@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
-from crawlspace.export import iter_records
-from crawlspace.report import crawl_stats
+from crawlspace.ops.export import iter_records
+from crawlspace.ops.report import crawl_stats
 
 TOTAL_TIMEOUT = 0.5
 ROBOTS_ATTEMPTS = 2
@@ -268,7 +268,7 @@ def test_robots_rules_hold_when_the_parsed_cache_keeps_one_host(
 ) -> None:
     # The crawl keeps parsed robots.txt for the hosts leased lately only (memory must not grow
     # with the host count); an evicted host's rules come back from the store, still obeyed.
-    monkeypatch.setattr("crawlspace.crawl.ROBOTS_CACHE_HOSTS", 1)
+    monkeypatch.setattr("crawlspace.crawl.crawler.ROBOTS_CACHE_HOSTS", 1)
     sites = {
         f"s{i}": Site(f"s{i}", {**pages(), "/robots.txt": robots_txt(RULES)}) for i in range(3)
     }

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
-from crawlspace.export import iter_records
-from crawlspace.report import crawl_stats
+from crawlspace.ops.export import iter_records
+from crawlspace.ops.report import crawl_stats
 from tests.unit.test_sitemap_parser import BILLION_LAUGHS
 
 XML = {"Content-Type": "application/xml"}

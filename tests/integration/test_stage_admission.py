@@ -1,14 +1,15 @@
-"""Link admission in the parse worker processes (stages.py, processors.py): the same result as
-the crawl loop's, and the loop keeps it when the workers cannot have the current rules."""
+"""Link admission in the parse worker processes (crawl/stages.py, parse/processors.py): the
+same result as the crawl loop's, and the loop keeps it when the workers cannot have the current
+rules."""
 
 from __future__ import annotations
 
 import asyncio
 
+from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Admission, Discovery, EntryRules
 from crawlspace.discovery.scope import Scope
-from crawlspace.processors import ProcessedContent, process_html
-from crawlspace.stages import StagePools
+from crawlspace.parse.processors import ProcessedContent, process_html
 
 PAGE = b"""<html><body>
 <a href="/a">a</a> <a href="/b?utm_source=x">b</a> <a href="/a">again</a>

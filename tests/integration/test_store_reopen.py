@@ -1,4 +1,5 @@
-"""Reopening crawl.db with other limits (store/sqlite.py): the new ones hold for known hosts."""
+"""Reopening crawl.db with other limits (store/sqlite/store.py): the new ones hold for known
+hosts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from crawlspace.records import LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 
 SITE = "http://a.example"
 
@@ -43,7 +44,7 @@ def test_a_resume_with_a_lower_per_host_allowance_applies_it_to_known_hosts(
 def test_the_host_id_cache_is_bounded_and_ids_stay_right(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("crawlspace.store.sqlite.HOST_ID_CACHE", 3)
+    monkeypatch.setattr("crawlspace.store.sqlite.store.HOST_ID_CACHE", 3)
     store = SqliteStore(tmp_path / "crawl.db")
     try:
         hosts = [f"http://h{n}.example" for n in range(10)]

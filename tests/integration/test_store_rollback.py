@@ -1,6 +1,7 @@
-"""A group commit that rolls back leaves no trace in the store's memory (store/sqlite.py).
+"""A group commit that rolls back leaves no trace in the store's memory (store/sqlite/store.py).
 
-commit.py retries the completions of a failed batch one by one. Whatever the failed batch taught
+crawl/commit.py retries the completions of a failed batch one by one. Whatever the failed batch
+taught
 the store's in-memory state must go with its rollback: a host id cached for a host row that no
 longer exists filed URLs under the id the next new host got (leased under that host's token and
 robots.txt), and budget rejections added to the completion were counted twice.
@@ -17,7 +18,7 @@ from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 
 A, B, C, D = (f"http://{name}.example" for name in "abcd")
 
@@ -45,7 +46,7 @@ def test_a_rolled_back_batch_leaves_no_host_id_and_no_double_count(tmp_path: Pat
         with pytest.raises(IllegalTransition):
             store.complete_many([(la, good), (ld, bad)], 2.0)
         assert good.rejections == {}  # untouched by the batch that rolled back
-        assert store.complete(la, good, 2.0)  # commit.py's retry, one by one
+        assert store.complete(la, good, 2.0)  # crawl/commit.py's retry, one by one
         assert good.rejections == {"budget_host": 1}
         store.add([UrlCandidate(C + "/y", C, 0)], 3.0)
 

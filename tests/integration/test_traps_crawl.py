@@ -7,9 +7,9 @@ import hashlib
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler
+from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
-from crawlspace.report import crawl_stats
+from crawlspace.ops.report import crawl_stats
 from tests.webs import linked_pages
 
 NORMAL_PAGES = 30

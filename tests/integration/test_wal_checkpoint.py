@@ -1,4 +1,4 @@
-"""WAL checkpoints from a thread (store/sqlite_checkpoint.py), on real SQLite files."""
+"""WAL checkpoints from a thread (store/sqlite/checkpoint.py), on real SQLite files."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from crawlspace.records import UrlCandidate
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 
 
 def _links(start: int, count: int) -> list[UrlCandidate]:
@@ -73,7 +73,7 @@ def test_close_stops_the_thread(tmp_path: Path) -> None:
 _WRITER = """
 import sys
 from crawlspace.records import UrlCandidate
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 store = SqliteStore(sys.argv[1], background_checkpoints=True)
 total = 0
 for batch in range(400):  # bounded: the test kills it long before

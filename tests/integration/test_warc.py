@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlspace.store.warc import WarcLocation, WarcWriter, recover_open_files
+from crawlspace.archive.warc import WarcLocation, WarcWriter, recover_open_files
 
 HTML = b"<!doctype html><html><body>" + b"<p>crawlspace test page</p>\n" * 200 + b"</body></html>"
 
@@ -240,7 +240,7 @@ def test_fixed_ids_and_clock_give_identical_bytes(tmp_path: Path) -> None:
 _CRASH_SCRIPT = """
 import os, sys
 from pathlib import Path
-from crawlspace.store.warc import WarcWriter
+from crawlspace.archive.warc import WarcWriter
 writer = WarcWriter(Path(sys.argv[1]), software="crash-test")
 for n in range(4):
     writer.write_exchange(url=f"http://127.0.0.1/{n}", request_headers=[], status=200,

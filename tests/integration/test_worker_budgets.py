@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.demo.webfarm import WebFarm, html_site
-from crawlspace.report import open_crawl_db
+from crawlspace.ops.report import open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from crawlspace.store.redis.views import frontier_stats
 from tests.redis_servers import RedisDeployment, start_single

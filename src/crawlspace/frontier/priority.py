@@ -11,7 +11,7 @@ Two policies, chosen with ``priority_policy``:
              - in-link points                  +weight per further page linking to it, capped
              + host demotions                  duplicates (store/sqlite_dedup), traps (sqlite_traps)
 
-  The in-link term is applied by the store as links arrive (store/sqlite_priority.py); the others
+  The in-link term is applied by the store as links arrive (store/sqlite/priority.py); the others
   when the URL is admitted. Without patterns, in-links and demotions, a shallower URL is never
   behind a deeper one (the sitemap term spans 0..10 and a tie goes to the URL found first), and
   sitemaps.org's "priority is relative within one site" is exactly the scope of a host queue.
@@ -125,7 +125,7 @@ def url_priority(
     priority = DEPTH_WEIGHT * depth + round(DEPTH_WEIGHT * (1.0 - p)) - pattern_points
     if lastmod_age is not None and lastmod_age <= FRESH_LASTMOD_DAYS:
         priority -= FRESH_LASTMOD_POINTS
-    # Negative priorities are the revisit band of a host queue (store/sqlite_revisit.py).
+    # Negative priorities are the revisit band of a host queue (store/sqlite/revisit.py).
     return max(priority, 0)
 
 

@@ -52,7 +52,7 @@ _ALLOWED: dict[str, frozenset[str]] = {
 }
 
 
-# The one way out of a terminal state: a due revisit (store/sqlite_revisit.py promote_due) queues
+# The one way out of a terminal state: a due revisit (store/sqlite/revisit.py promote_due) queues
 # the URL again with its version bumped first. Tombstones (fetched, reason "gone") and failed
 # URLs (retries exhausted: servers and networks do recover) are revisited too, rarely;
 # redirected and excluded URLs never are (the target, or the rule, is what gets revisited).

@@ -26,11 +26,11 @@ from crawlspace.frontier.duplicates import (
     duplicate_penalty,
 )
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord, UrlCandidate
-from crawlspace.store import sqlite_dedup
 from crawlspace.store.base import AddResult
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import RedisFrontier
-from crawlspace.store.sqlite import SqliteStore
+from crawlspace.store.sqlite import dedup as sqlite_dedup
+from crawlspace.store.sqlite.store import SqliteStore
 
 # How long an idle worker waits at least before polling again while other workers hold leases.
 _POLL = 0.1

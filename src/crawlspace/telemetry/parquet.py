@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.errors import ConfigError
-from crawlspace.export import iter_records
+from crawlspace.ops.export import iter_records
 
 ROW_GROUP = 50_000
 

@@ -16,11 +16,11 @@ from rbloom import Bloom
 
 from crawlspace.errors import ConfigError
 from crawlspace.records import Completion
-from crawlspace.store.sqlite_readonly import read_only_uri
+from crawlspace.store.sqlite.readonly import read_only_uri
 
 if TYPE_CHECKING:
     from crawlspace.config import CrawlConfig
-    from crawlspace.store.sqlite import SqliteStore
+    from crawlspace.store.sqlite.store import SqliteStore
     from crawlspace.telemetry.metrics import CrawlMetrics
 
 log = logging.getLogger("crawlspace.telemetry")
@@ -31,7 +31,7 @@ TEXTS_EXPECTED = 4_000_000
 
 
 def _is_error(completion: Completion) -> bool:
-    """The crawler's own definition (crawl.py): an HTTP error status, or a visit given up on."""
+    """The crawler's definition (crawl/crawler.py): an HTTP error status, or a visit given up on."""
     if completion.fetch is not None:
         return completion.fetch.status >= 400
     return completion.state == "failed"

@@ -72,7 +72,7 @@ class RedisFrontier(ScriptRunner):
             front=self.limits.front,
         )
         self._events_maxlen = events_maxlen
-        # A worker's page holds (crawlspace/budget.py) lapse this long after its last call, so a
+        # A worker's page holds (crawl/budget.py) lapse this long after its last call, so a
         # dead worker's holds return to the crawl; the crawl sets it above its lease lifetime.
         self.hold_seconds = 300.0
         # Replicas that must acknowledge a page's links on other shards before it completes.
@@ -250,7 +250,7 @@ class RedisFrontier(ScriptRunner):
     def next_due_at(self) -> float | None:
         return self.index.first("due")
 
-    # -- crawl-wide budgets (crawlspace/budget.py), in their own slot (lua/budget.lua) --------
+    # -- crawl-wide budgets (crawl/budget.py), in their own slot (lua/budget.lua) --------
 
     def _budget(self, *args: object) -> tuple[int, int]:
         prefix = f"{{{self.namespace}:budget}}:"

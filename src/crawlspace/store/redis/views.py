@@ -223,7 +223,7 @@ def frontier_stats(frontier: RedisFrontier) -> dict[str, Any]:
             for name, n in sorted(counters.items())
             if name.startswith("dedup.")
         },
-        # The crawl-wide page and byte budgets' counts (crawlspace/budget.py, lua/budget.lua).
+        # The crawl-wide page and byte budgets' counts (crawl/budget.py, lua/budget.lua).
         "budget": {
             name: int(n)
             for name, n in sorted(client.hgetall(f"{{{ns}:budget}}:st").items())

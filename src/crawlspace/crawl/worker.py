@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler, CrawlSummary, frontier_limits
-from crawlspace.crawl_settings import given_by_default, settle, stored_form
+from crawlspace.crawl.crawler import Crawler, CrawlSummary, frontier_limits
+from crawlspace.crawl.settings import given_by_default, settle, stored_form
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.redis.scripts import ride_out
@@ -55,7 +55,7 @@ def open_frontier(
     return frontier
 
 
-log = logging.getLogger("crawlspace.worker")
+log = logging.getLogger("crawlspace.crawl.worker")
 # A worker starting during a failover waits for the cluster as the frontier's calls do.
 RETRY_SECONDS = 30.0
 
@@ -63,7 +63,7 @@ RETRY_SECONDS = 30.0
 @dataclass(frozen=True, slots=True)
 class Resume:
     """The settings this process was given (None: those that differ from the defaults) and
-    whether it may change the ones the shared crawl started with (crawl_settings.py)."""
+    whether it may change the ones the shared crawl started with (crawl/settings.py)."""
 
     given: frozenset[str] | None = None
     reconfigure: bool = False

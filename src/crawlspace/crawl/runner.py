@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import Crawler, CrawlSummary
-from crawlspace.progress import CrawlProgress
-from crawlspace.report import crawl_stats
+from crawlspace.crawl.crawler import Crawler, CrawlSummary
+from crawlspace.ops.progress import CrawlProgress
+from crawlspace.ops.report import crawl_stats
 
 
 def run_crawl(

@@ -86,7 +86,7 @@ class Ranking:
         if not self.aopic:
             if self.rules.inlink_weight and self.rules.inlink_cap:
                 # A new URL's priority stays >= 0: below 0 is the revisit band
-                # (sqlite_revisit.py), where it would be taken for a due revisit.
+                # (sqlite/revisit.py), where it would be taken for a due revisit.
                 weight = self.rules.inlink_weight
                 db.executemany(
                     "UPDATE urls SET inlinks = inlinks + 1, priority = CASE WHEN"

@@ -37,7 +37,7 @@ CREATE TRIGGER urls_front_insert AFTER INSERT ON urls WHEN NEW.state = 'queued' 
     UPDATE hosts SET head_priority = NEW.priority, band = {new_band}
     WHERE id = NEW.host_id AND (head_priority IS NULL OR head_priority > NEW.priority);
 END;
--- A lease (queued -> leased) is left to the lease itself (sqlite_lease.py): it reads the URL
+-- A lease (queued -> leased) is left to the lease itself (sqlite/lease.py): it reads the URL
 -- after the head with the head and writes the host row anyway, which saves a trigger run and a
 -- seek per leased URL on the hottest path.
 CREATE TRIGGER urls_front_update AFTER UPDATE OF state, priority ON urls

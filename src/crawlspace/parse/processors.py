@@ -57,7 +57,7 @@ def process_html(
 
 
 # The crawl's link admission, installed in each parse worker process when it starts
-# (stages.py), so the per-URL policy, scope and trap checks run there and not in the crawl loop.
+# (crawl/stages.py), so the per-URL policy, scope and trap checks run there, not in the loop.
 _worker_discovery: Discovery | None = None
 
 

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS hosts (
     backoff_level           INTEGER NOT NULL DEFAULT 0,
     failures                INTEGER NOT NULL DEFAULT 0,
     -- Derived, never written: the ready-host heaps are an index over it (hosts_front, one per
-    -- front band: store/sqlite_front.py), so they cannot drift from the counters it is
+    -- front band: store/sqlite/front.py), so they cannot drift from the counters it is
     -- computed from.
     ready_at REAL GENERATED ALWAYS AS (
         CASE WHEN queued > 0 AND in_flight < max_in_flight THEN next_allowed_at END
@@ -69,7 +69,7 @@ CREATE TABLE IF NOT EXISTS urls (
     lastmod          TEXT,
     changefreq       TEXT,
     sitemap_priority REAL,
-    -- Recrawl (store/sqlite_revisit.py): adaptive interval, due time, when a queued revisit
+    -- Recrawl (store/sqlite/revisit.py): adaptive interval, due time, when a queued revisit
     -- became due, last visit that saw a change, content hash of the last 200.
     revisit_interval REAL,
     next_fetch_at    REAL,
@@ -79,7 +79,7 @@ CREATE TABLE IF NOT EXISTS urls (
 );
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host_id, priority, id) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS urls_leased ON urls (lease_expires_at) WHERE state = 'leased';
--- The few rows a shallower link may still admit (store/sqlite_enqueue.py): the seen test finds
+-- The few rows a shallower link may still admit (store/sqlite/enqueue.py): the seen test finds
 -- known URLs in the url index alone and takes these out, without reading the table.
 CREATE INDEX IF NOT EXISTS urls_depth_excluded ON urls (url)
     WHERE state = 'excluded' AND reason = 'depth';
@@ -106,7 +106,7 @@ CREATE TABLE IF NOT EXISTS fetches (
     warc_offset    INTEGER,
     warc_length    INTEGER,
     redirect_to    TEXT,
-    -- Content dedup (store/sqlite_dedup.py): simhash as signed 64-bit, first fetch of another
+    -- Content dedup (store/sqlite/dedup.py): simhash as signed 64-bit, first fetch of another
     -- URL with the same text_sha256, near-duplicate cluster id (its first page's fetch id).
     simhash        INTEGER,
     dup_of         INTEGER,
@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS fetches (
 CREATE INDEX IF NOT EXISTS fetches_text ON fetches (text_sha256) WHERE text_sha256 IS NOT NULL;
 
 -- Exact and near-duplicate pages per host; their share of the host's fetches lowers the priority
--- of the host's further URLs (store/sqlite_dedup.py record_content).
+-- of the host's further URLs (store/sqlite/dedup.py record_content).
 CREATE TABLE IF NOT EXISTS host_dups (
     host_id    INTEGER PRIMARY KEY,
     duplicates INTEGER NOT NULL
@@ -140,7 +140,7 @@ CREATE TABLE IF NOT EXISTS events (
     created_at     REAL NOT NULL
 );
 
--- Trap budgets (store/sqlite_traps.py): URLs admitted per URL template per host, pages fetched
+-- Trap budgets (store/sqlite/traps.py): URLs admitted per URL template per host, pages fetched
 -- per host per UTC day, and each host's discovery-ratio window (flagged: a likely trap).
 CREATE TABLE IF NOT EXISTS host_templates (
     host_id  INTEGER NOT NULL,

@@ -26,19 +26,17 @@ from crawlspace.records import (
     RobotsRecord,
     UrlCandidate,
 )
-from crawlspace.store import (
-    sqlite_dedup,
-    sqlite_enqueue,
-    sqlite_front,
-    sqlite_lease,
-    sqlite_priority,
-    sqlite_revisit,
-    sqlite_rows,
-    sqlite_traps,
-)
 from crawlspace.store.base import AddResult, FrontierLimits
-from crawlspace.store.sqlite_checkpoint import WalCheckpointer
-from crawlspace.store.sqlite_schema import SCHEMA, SCHEMA_VERSION
+from crawlspace.store.sqlite import dedup as sqlite_dedup
+from crawlspace.store.sqlite import enqueue as sqlite_enqueue
+from crawlspace.store.sqlite import front as sqlite_front
+from crawlspace.store.sqlite import lease as sqlite_lease
+from crawlspace.store.sqlite import priority as sqlite_priority
+from crawlspace.store.sqlite import revisit as sqlite_revisit
+from crawlspace.store.sqlite import rows as sqlite_rows
+from crawlspace.store.sqlite import traps as sqlite_traps
+from crawlspace.store.sqlite.checkpoint import WalCheckpointer
+from crawlspace.store.sqlite.schema import SCHEMA, SCHEMA_VERSION
 
 # The columns every ending of a page lease sets (the completion's UPDATE adds the revisit ones).
 _FINISH_URL = (
@@ -70,7 +68,7 @@ class SqliteStore:
     ) -> None:
         self.path = str(path)
         self.limits = limits or FrontierLimits()
-        # Dedup accelerators (store/sqlite_dedup.py): in memory, rebuilt from the file below.
+        # Dedup accelerators (store/sqlite/dedup.py): in memory, rebuilt from the file below.
         self.seen_filter = seen_filter
         self.near_index = near_index
         try:
@@ -102,7 +100,7 @@ class SqliteStore:
             raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
         self._host_ids: dict[str, int] = {}
         self._hosts_cached_in_transaction: list[str] = []
-        # Trap budgets and recrawl policy (store/sqlite_traps.py, sqlite_revisit.py); the crawl
+        # Trap budgets and recrawl policy (store/sqlite/traps.py, sqlite/revisit.py); the crawl
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
         self.budgets = sqlite_traps.StoreBudgets(
             self.limits.discovery_window,
@@ -119,7 +117,7 @@ class SqliteStore:
         self._lease_serial = 0
         # Until a revisit is queued, a host's next URL is simply the head of its queue.
         self._revisits_possible = sqlite_revisit.any_queued_revisit(self._db)
-        # The crawl's store copies its WAL into the file from a thread (store/sqlite_checkpoint.py).
+        # The crawl's store copies its WAL into the file from a thread (store/sqlite/checkpoint.py).
         self._checkpointer: WalCheckpointer | None = None
         if background_checkpoints:
             self._checkpointer = WalCheckpointer(self.path)
@@ -262,7 +260,7 @@ class SqliteStore:
         The store adds to a completion what it decided (rejections by budget, links demoted
         for duplicate content), for the caller's metrics. It works on copies and hands its
         additions back only after COMMIT, so a batch that rolls back and is retried one by one
-        (commit.py) does not count them twice."""
+        (crawl/commit.py) does not count them twice."""
         work = [(lease, _own_copy(completion)) for lease, completion in items]
         with self._transaction() as db:
             results = [self._complete(db, lease, completion, now) for lease, completion in work]
@@ -342,7 +340,7 @@ class SqliteStore:
         cash = 0.0 if requeue else self.ranking.take_cash(db, lease.url_id)
         admitted: list[str] = []
         over_host_budget = 0
-        # A followed link is an in-link of its target (store/sqlite_priority.py): a row it
+        # A followed link is an in-link of its target (store/sqlite/priority.py): a row it
         # creates starts with the count, so only known targets are updated below.
         counted_at_insert = not requeue and not self.ranking.aopic
         if completion.discovered:
@@ -362,7 +360,7 @@ class SqliteStore:
                 over_host_budget=over_host_budget,
                 budgets=self.budgets,
             )
-        if not requeue:  # in-link counts, and AOPIC's cash (store/sqlite_priority.py)
+        if not requeue:  # in-link counts, and AOPIC's cash (store/sqlite/priority.py)
             created = set(admitted) if counted_at_insert else set()
             self.ranking.pass_on(
                 db, cash, [c.url for c in completion.discovered if c.url not in created]
@@ -507,7 +505,7 @@ class SqliteStore:
         return {int(offset) for (offset,) in rows if offset is not None}
 
     def promote_due(self, now: float, limit: int = 1000) -> int:
-        """Recrawl: queue up to ``limit`` URLs whose revisit is due (store/sqlite_revisit.py)."""
+        """Recrawl: queue up to ``limit`` URLs whose revisit is due (store/sqlite/revisit.py)."""
         with self._transaction() as db:
             promoted = sqlite_revisit.promote_due(db, now, limit)
         if promoted:
@@ -517,7 +515,7 @@ class SqliteStore:
     def next_due_at(self) -> float | None:
         return sqlite_revisit.next_due_at(self._db)
 
-    # -- crawl-wide budgets (crawlspace/budget.py): this store has one owner, so in memory --
+    # -- crawl-wide budgets (crawl/budget.py): this store has one owner, so in memory --
 
     def reserve_pages(self, n: int, cap: int) -> tuple[int, int]:
         if self._pages_done is None:

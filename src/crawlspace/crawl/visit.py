@@ -1,7 +1,7 @@
 """One lease, one visit: fetch robots.txt or a page, archive it, parse it, and say how it ended.
 
 The functions here do the I/O of a single visit (transport, WARC) and return what the store must
-commit; they never touch the store, so the commit stays one transaction in ``crawl.py``.
+commit; they never touch the store, so the commit stays one transaction in ``crawl/crawler.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from crawlspace.archive.warc import WarcWriter
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl.stages import StagePools
 from crawlspace.dedup.simhash import simhash64
 from crawlspace.discovery.links import Discovery
 from crawlspace.discovery.sitemaps import (
@@ -33,8 +35,8 @@ from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy, HostWait
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.directives import parse_x_robots_tag
+from crawlspace.parse.processors import ProcessedContent, ProcessorRegistry, admit_links
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
-from crawlspace.processors import ProcessedContent, ProcessorRegistry, admit_links
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import (
@@ -45,11 +47,9 @@ from crawlspace.robots.policy import (
     after_redirects,
     classify_status,
 )
-from crawlspace.stages import StagePools
-from crawlspace.store.warc import WarcWriter
 from crawlspace.urls import normalize
 
-log = logging.getLogger("crawlspace.visit")
+log = logging.getLogger("crawlspace.crawl.visit")
 
 RETRY_STATUSES = frozenset({429, 503})
 GONE_STATUSES = frozenset({404, 410})
@@ -365,7 +365,7 @@ class Visitor:
         )
         if in_worker is not None:
             admission = in_worker
-        else:  # not admitted in a parse worker (stages.py): here, then
+        else:  # not admitted in a parse worker (crawl/stages.py): here, then
             admission = admit_links(
                 self.discovery,
                 content,

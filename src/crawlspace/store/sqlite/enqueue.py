@@ -1,7 +1,7 @@
 """Enqueue-if-new on the SQLite frontier, in the caller's transaction.
 
 Every URL is one row of ``urls`` with a UNIQUE url: that index is the exact, durable seen set. A
-Bloom filter in front (store/sqlite_dedup.py) only lets definitely-new URLs skip the upsert.
+Bloom filter in front (store/sqlite/dedup.py) only lets definitely-new URLs skip the upsert.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.records import UrlCandidate
-from crawlspace.store import sqlite_dedup
 from crawlspace.store.base import AddResult
-from crawlspace.store.sqlite_dedup import HostIds
+from crawlspace.store.sqlite import dedup as sqlite_dedup
+from crawlspace.store.sqlite.dedup import HostIds
 
 __all__ = ["add_candidates"]
 
@@ -75,7 +75,7 @@ def add_candidates(
     admitted: dict[int, int] = {}
     queued_per_host: Counter[int] = Counter()
     maybe_seen: set[str] = set()
-    if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite_dedup.py)
+    if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite/dedup.py)
         added, candidates, maybe_seen = sqlite_dedup.add_fresh(
             db,
             seen_filter,

@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from crawlspace.crawl import Crawler
+    from crawlspace.crawl.crawler import Crawler
 
 
 class CrawlProgress:

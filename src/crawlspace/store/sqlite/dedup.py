@@ -24,7 +24,7 @@ from crawlspace.frontier.duplicates import (
     duplicate_penalty,
 )
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
-from crawlspace.store.sqlite_readonly import read_only_uri
+from crawlspace.store.sqlite.readonly import read_only_uri
 
 __all__ = [
     "add_fresh",

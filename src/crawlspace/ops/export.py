@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from crawlspace.errors import ConfigError
-from crawlspace.report import open_crawl_db
+from crawlspace.ops.report import open_crawl_db
 from crawlspace.urls import host_key
 
 QUERIES = {

@@ -25,11 +25,11 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from crawlspace.discovery.links import Admission, Discovery
-from crawlspace.parse_worker import start_parse_worker
-from crawlspace.processors import ContentProcessor, ProcessedContent, process_and_admit
+from crawlspace.parse.processors import ContentProcessor, ProcessedContent, process_and_admit
+from crawlspace.parse.worker import start_parse_worker
 
 T = TypeVar("T")
-log = logging.getLogger("crawlspace.stages")
+log = logging.getLogger("crawlspace.crawl.stages")
 
 
 def _picklable(fn: object) -> bool:
@@ -53,7 +53,7 @@ class StagePools:
         self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
             # spawn: a clean child (never a fork of a process that runs threads) whose parent is
-            # the crawler itself, so the worker can see it go (parse_worker.py).
+            # the crawler itself, so the worker can see it go (parse/worker.py).
             context = multiprocessing.get_context("spawn")
             self._processes = ProcessPoolExecutor(
                 parse_workers,
@@ -101,7 +101,7 @@ class StagePools:
         header_nofollow: bool,
     ) -> tuple[ProcessedContent, Admission | None]:
         """``processor`` on a worker process where it can go (then the worker also admits the
-        links: processors.py), else on a thread; the admission is None when not done there."""
+        links: parse/processors.py), else on a thread; the admission is None when not done there."""
         kwargs = {"url": url, "content_type": content_type, "product_token": product_token}
         if self._executor_for(processor) is not self._threads:
             content, admission = await self.parse(

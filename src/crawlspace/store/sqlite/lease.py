@@ -5,7 +5,7 @@ never both take one host's token).
 A host is ready when its generated ``ready_at`` (next-allowed time, or never while its token is
 taken or its queue is empty) has passed: the ``hosts_front`` index on (band, ready_at) is the
 Mercator heap of per-host next-allowed times, one per front band, and the ready hosts go in
-order of rank (frontier/front_queues.py, store/sqlite_front.py). A host whose robots.txt is
+order of rank (frontier/front_queues.py, store/sqlite/front.py). A host whose robots.txt is
 missing or stale is leased for that first; otherwise for the head of its queue (lowest
 priority, then first found).
 """
@@ -19,12 +19,12 @@ from typing import Any
 from crawlspace.frontier.front_queues import FrontQueues
 from crawlspace.records import Lease, LeaseKind
 from crawlspace.robots.policy import robots_url
-from crawlspace.store import sqlite_revisit
-from crawlspace.store.sqlite_front import ready_sql
+from crawlspace.store.sqlite import revisit as sqlite_revisit
+from crawlspace.store.sqlite.front import ready_sql
 
 __all__ = ["lease_ready"]
 
-# (revisit_share, per-host band tally) when revisits may be queued (store/sqlite_revisit.py).
+# (revisit_share, per-host band tally) when revisits may be queued (store/sqlite/revisit.py).
 Revisits = tuple[float, dict[int, list[int]]]
 # id, host key, backoff level, failures, and its queue: head URL id, head priority, and the
 # priority of the URL after the head (the new head once the head is leased; None: none left).
@@ -99,7 +99,7 @@ def _page_rows(
     revisits: Revisits | None,
 ) -> list[tuple[Any, ...] | None]:
     if revisits is not None:
-        # Due revisits and new URLs: two bands of each host queue (sqlite_revisit.py).
+        # Due revisits and new URLs: two bands of each host queue (sqlite/revisit.py).
         share, tally = revisits
         return [
             sqlite_revisit.pick_queued(db, host_id, now, share, tally=tally)
@@ -135,7 +135,7 @@ def _lease_pages(
         interval, content_hash, changefreq = row[9:]
         lease_id = new_id()
         url_rows.append((lease_id, expires_at, url_id))
-        # The host's new head and front band (store/sqlite_front.py: a lease keeps them itself).
+        # The host's new head and front band (store/sqlite/front.py: a lease keeps them itself).
         new_head = after if url_id == head else head_priority
         band = 0 if new_head is None else front.band(new_head)
         host_rows.append((new_head, band, host_id))

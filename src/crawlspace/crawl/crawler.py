@@ -1,7 +1,7 @@
 """The wiring: frontier -> robots -> fetch -> store -> parse -> discovery -> frontier.
 
 A single dispatcher leases from the store whenever a fetch slot is free, runs each lease as a task
-(``visit.py``), and commits each outcome in one store transaction after its WARC record is
+(``crawl/visit.py``), and commits each outcome in one store transaction after its WARC record is
 flushed. State lives in the store, so a killed crawl resumes from ``crawl.db`` alone.
 """
 
@@ -23,11 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace import __version__
-from crawlspace.budget import CrawlBudget
+from crawlspace.archive.warc import (
+    RecoveredFile,
+    WarcWriter,
+    recover_open_files,
+    response_offsets,
+)
 from crawlspace.clock import Clock, SystemClock
-from crawlspace.commit import GroupCommitter
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl_settings import given_by_default, settle, stored_form
+from crawlspace.crawl.budget import CrawlBudget
+from crawlspace.crawl.commit import GroupCommitter
+from crawlspace.crawl.settings import given_by_default, settle, stored_form
+from crawlspace.crawl.stages import StagePools
+from crawlspace.crawl.visit import LeaseTooShortError, Visitor, robots_retrying
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
@@ -39,25 +47,17 @@ from crawlspace.faults import crash_point, drop_ack
 from crawlspace.fetch.transport import Transport
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
 from crawlspace.frontier.revisit import plan_revisit
-from crawlspace.processors import ContentProcessor, ProcessorRegistry
+from crawlspace.parse.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import RULES, rules_for
-from crawlspace.stages import StagePools
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.sqlite import SqliteStore
-from crawlspace.store.sqlite_readonly import read_meta
-from crawlspace.store.warc import (
-    RecoveredFile,
-    WarcWriter,
-    recover_open_files,
-    response_offsets,
-)
+from crawlspace.store.sqlite.readonly import read_meta
+from crawlspace.store.sqlite.store import SqliteStore
 from crawlspace.telemetry import Telemetry
-from crawlspace.visit import LeaseTooShortError, Visitor, robots_retrying
 
-log = logging.getLogger("crawlspace.crawl")
-# crawl.db meta: the settings the crawl started with (crawl_settings.py).
+log = logging.getLogger("crawlspace.crawl.crawler")
+# crawl.db meta: the settings the crawl started with (crawl/settings.py).
 SETTINGS_KEY = "crawl_settings"
 
 # How long the dispatcher sleeps at most when nothing is ready: bounds the reaction time to
@@ -128,7 +128,7 @@ class Crawler:
         self._lock_fd = self._lock_out_dir()
         settings: str | None = None  # to store: new, or changed with reconfigure
         if store_factory is None:
-            # A resume runs with the settings the crawl started with (crawl_settings.py).
+            # A resume runs with the settings the crawl started with (crawl/settings.py).
             config, settings = self._settle_settings(config, given, reconfigure)
         self.config = config
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)

@@ -1,6 +1,6 @@
-"""What a parse worker process runs when it starts (stages.py spawns them).
+"""What a parse worker process runs when it starts (crawl/stages.py spawns them).
 
-Kept apart from stages.py, which imports asyncio and the executors: a spawned worker imports
+Kept apart from crawl/stages.py, which imports asyncio and the executors: a spawned worker imports
 only this, the processors and the discovery policy, not the crawler (~10 MB less per worker).
 """
 
@@ -11,7 +11,7 @@ import threading
 import time
 
 from crawlspace.discovery.links import Discovery
-from crawlspace.processors import install_discovery
+from crawlspace.parse.processors import install_discovery
 
 __all__ = ["start_parse_worker"]
 

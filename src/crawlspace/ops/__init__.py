@@ -1,0 +1,1 @@
+"""What an operator reads of a crawl: stats, exports and live progress (read-only views)."""
