@@ -268,7 +268,7 @@ def test_robots_rules_hold_when_the_parsed_cache_keeps_one_host(
 ) -> None:
     # The crawl keeps parsed robots.txt for the hosts leased lately only (memory must not grow
     # with the host count); an evicted host's rules come back from the store, still obeyed.
-    monkeypatch.setattr("crawlspace.crawl.crawler.ROBOTS_CACHE_HOSTS", 1)
+    monkeypatch.setattr("crawlspace.crawl.leases.ROBOTS_CACHE_HOSTS", 1)
     sites = {
         f"s{i}": Site(f"s{i}", {**pages(), "/robots.txt": robots_txt(RULES)}) for i in range(3)
     }
@@ -278,7 +278,7 @@ def test_robots_rules_hold_when_the_parsed_cache_keeps_one_host(
         try:
             crawler.add_seeds([farm.url(name, "/") for name in farm.names])
             summary = crawler.run()
-            cached = len(crawler._robots_cache)
+            cached = len(crawler.leases.robots)
         finally:
             crawler.close()
         assert farm.wait_idle(timeout=5.0)

@@ -54,7 +54,7 @@ def test_failures_retry_exponentially_then_pause_the_host() -> None:
 
 
 def test_retry_after_parsing() -> None:
-    from crawlspace.crawl.visit import parse_retry_after
+    from crawlspace.crawl.responses import parse_retry_after
 
     now = 1_700_000_000.0
     assert parse_retry_after("120", now) == 120.0

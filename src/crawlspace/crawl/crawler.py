@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import functools
 import logging
-import os
 import signal
-import sqlite3
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,38 +28,34 @@ from crawlspace.archive.warc import (
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.budget import CrawlBudget
-from crawlspace.crawl.commit import GroupCommitter
-from crawlspace.crawl.settings import given_by_default, settle, stored_form
+from crawlspace.crawl.leases import CrawlParts, LeaseRunner
+from crawlspace.crawl.setup import (
+    SETTINGS_KEY,
+    OutDirLock,
+    frontier_limits,
+    link_discovery,
+    open_sqlite_store,
+    settle_settings,
+)
 from crawlspace.crawl.stages import StagePools
-from crawlspace.crawl.visit import LeaseTooShortError, Visitor, robots_retrying
-from crawlspace.dedup.near_index import NearDuplicateIndex
-from crawlspace.dedup.seen import dedup_seen_filter
-from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
-from crawlspace.discovery.policy_normalize import UrlPolicy
+from crawlspace.crawl.visit import Visitor
+from crawlspace.discovery.links import UrlFilter
 from crawlspace.discovery.scope import Scope
 from crawlspace.discovery.sitemaps import admit_declared_sitemaps
-from crawlspace.errors import ConfigError, OutputDirError
-from crawlspace.faults import crash_point, drop_ack
+from crawlspace.errors import ConfigError
 from crawlspace.fetch.transport import Transport
-from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
-from crawlspace.frontier.revisit import plan_revisit
 from crawlspace.parse.processors import ContentProcessor, ProcessorRegistry
-from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
-from crawlspace.robots import RobotsTxt
-from crawlspace.robots.policy import RULES, rules_for
-from crawlspace.store.base import FrontierLimits
-from crawlspace.store.sqlite.readonly import read_meta
+from crawlspace.records import Lease
 from crawlspace.store.sqlite.store import SqliteStore
 from crawlspace.telemetry import Telemetry
 
+__all__ = ["CrawlSummary", "Crawler", "frontier_limits"]
+
 log = logging.getLogger("crawlspace.crawl.crawler")
-# crawl.db meta: the settings the crawl started with (crawl/settings.py).
-SETTINGS_KEY = "crawl_settings"
 
 # How long the dispatcher sleeps at most when nothing is ready: bounds the reaction time to
 # expiring leases and stop requests without busy-waiting.
 MAX_IDLE_WAIT = 0.5
-ROBOTS_CACHE_HOSTS = 10_000  # parsed robots.txt kept in memory (LRU); the store has them all
 EXPIRE_EVERY = 5.0
 # How often --continuous moves due revisits into the queues (one indexed query when none is due).
 PROMOTE_EVERY = 0.2
@@ -79,26 +71,6 @@ class CrawlSummary:
     out_dir: str = ""
     error: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
-
-
-def frontier_limits(config: CrawlConfig) -> FrontierLimits:
-    """What every frontier enforces with its atomic operations, the same on every engine."""
-    return FrontierLimits(
-        config.max_in_flight_per_host,
-        config.max_pages_per_host,
-        # An expired lease may hide a request that just ended: its host keeps the minimum gap.
-        lost_lease_gap=config.min_delay,
-        budgets=keyed_budgets(config.max_urls_per_template),
-        max_pages_per_host_per_day=config.max_pages_per_host_per_day,
-        revisit_share=config.revisit_share,
-        inlink_weight=config.inlink_weight if config.priority_policy == "score" else 0,
-        inlink_cap=config.inlink_cap,
-        discovery_window=config.discovery_window,
-        discovery_trap_ratio=config.discovery_trap_ratio,
-        trap_priority_penalty=config.trap_priority_penalty,
-        front=config.front_queues(),
-        aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
-    )
 
 
 class Crawler:
@@ -125,100 +97,56 @@ class Crawler:
         self.clock = clock or SystemClock()
         self._transport = transport
         self.processors = ProcessorRegistry()
-        self._lock_fd = self._lock_out_dir()
+        self._lock = OutDirLock(self.out_dir)
         settings: str | None = None  # to store: new, or changed with reconfigure
         if store_factory is None:
             # A resume runs with the settings the crawl started with (crawl/settings.py).
-            config, settings = self._settle_settings(config, given, reconfigure)
+            try:
+                config, settings = settle_settings(
+                    config, self.out_dir / "crawl.db", given, reconfigure
+                )
+            except ConfigError:
+                self._lock.release()
+                raise
         self.config = config
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
             self.store = store_factory(self.out_dir / "crawl.db")
         else:
-            self.store = SqliteStore(
-                self.out_dir / "crawl.db",
-                frontier_limits(config),
-                seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
-                near_index=NearDuplicateIndex(
-                    config.near_duplicate_bits, config.near_duplicate_max_pages
-                ),
-                background_checkpoints=True,
-            )
+            self.store = open_sqlite_store(config, self.out_dir / "crawl.db")
         if settings is not None:
             self.store.set_meta(SETTINGS_KEY, settings)
-        self._committer = GroupCommitter(self.store, self.clock.now)
         self.scope = Scope(config.scope, self.store.seed_urls(), config.allow_hosts)
-        self.discovery = Discovery(
-            EntryRules(
-                config.max_depth,
-                config.max_url_length,
-                config.follow_nofollow,
-                UrlPolicy(
-                    config.strip_params,
-                    config.sort_query_hosts,
-                    config.fold_index_html,
-                    config.fold_trailing_slash,
-                ),
-                TrapRules(
-                    config.max_path_repeats,
-                    config.max_query_params,
-                    compile_excludes(config.exclude),
-                ),
-                config.priority_rules(),
-            ),
-            self.scope,
-            filters,
-        )
-        # Parsed robots.txt of the hosts leased lately. Bounded: a record may hold 512 KiB, and
-        # memory must not grow with the number of hosts (the store keeps every record).
-        self._robots_cache: OrderedDict[str, tuple[RobotsRecord, RobotsTxt]] = OrderedDict()
+        self.discovery = link_discovery(config, self.scope, filters)
         self._stop_reason: str | None = None
         self._wake = asyncio.Event()
-        self.pages_done = 0
-        self.errors = 0
-        self.leases_too_late = 0  # visits whose lease would have expired mid-fetch (not sent)
-        self.fatal_error: str | None = None
         self.telemetry = Telemetry(config, self.store)
-        self._revisit = config.revisit_policy()
-        self.bytes_done = 0
         self._budget = CrawlBudget(self.store, config.max_pages, config.max_bytes)
+        self.leases = LeaseRunner(
+            CrawlParts(config, self.clock, self.store, self.telemetry, self._budget, self.out_dir),
+            add_sitemaps=lambda urls: self.add_sitemaps(urls, widen_scope=False),
+            request_stop=self.request_stop,
+        )
 
-    # -- setup ---------------------------------------------------------------------------------
+    # What this run's leases came to (the progress line reads them).
+    @property
+    def pages_done(self) -> int:
+        return self.leases.tally.pages_done
 
-    def _settle_settings(
-        self, config: CrawlConfig, given: frozenset[str] | None, reconfigure: bool
-    ) -> tuple[CrawlConfig, str | None]:
-        """The stored settings of a resumed crawl, changed only with ``reconfigure`` (each
-        change logged); a new crawl's settings are stored once its crawl.db exists."""
-        path = self.out_dir / "crawl.db"
-        stored = read_meta(path, SETTINGS_KEY) if path.exists() else None
-        try:
-            settled, changes = settle(
-                config,
-                stored,
-                given_by_default(config) if given is None else given,
-                reconfigure=reconfigure,
-            )
-        except ConfigError:
-            self._unlock()
-            raise
-        for change in changes:
-            log.warning("--reconfigure: %s", change.describe())
-        return settled, stored_form(settled) if changes or stored is None else None
+    @property
+    def bytes_done(self) -> int:
+        return self.leases.tally.bytes_done
 
-    def _lock_out_dir(self) -> int:
-        try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.out_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise OutputDirError(f"cannot use output directory {self.out_dir}: {exc}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise OutputDirError(
-                f"{self.out_dir} is in use by another crawl (lock file {self.out_dir / '.lock'})"
-            ) from None
-        return fd
+    @property
+    def errors(self) -> int:
+        return self.leases.tally.errors
+
+    @property
+    def leases_too_late(self) -> int:
+        return self.leases.tally.leases_too_late
+
+    @property
+    def fatal_error(self) -> str | None:
+        return self.leases.tally.fatal_error
 
     def add_seeds(self, urls: Iterable[str]) -> int:
         """Normalize and enqueue seeds; each seed's host (or domain) joins the scope."""
@@ -384,7 +312,7 @@ class Crawler:
             leases = self.store.lease(now, free, config.lease_seconds) if free > 0 else []
             self._budget.granted(leases, free)
             for lease in leases:
-                task = asyncio.create_task(self._run_lease(visitor, lease))
+                task = asyncio.create_task(self.leases.run(visitor, lease))
                 tasks[task] = lease
                 task.add_done_callback(functools.partial(self._on_task_done, tasks))
             if progress is not None:
@@ -434,137 +362,6 @@ class Crawler:
         for lease in list(tasks.values()):
             self.store.release(lease, now)
 
-    async def _run_lease(self, visitor: Visitor, lease: Lease) -> None:
-        try:
-            if lease.kind is LeaseKind.ROBOTS:
-                previous = self.store.robots(lease.host_key)
-                visit = await visitor.visit_robots(lease, previous)
-                rules = rules_for(visit.record)
-                if visit.record.outcome == RULES and visit.record.attempts == 0 and rules.sitemaps:
-                    # A fresh robots.txt: its sitemaps are seeds. Added before the robots commit,
-                    # so a crash in between refetches robots.txt and adds them again (deduped).
-                    self.add_sitemaps(rules.sitemaps, widen_scope=False)
-                if self.store.complete_robots(lease, visit.record, visit.next_allowed_at):
-                    self._cache_robots(lease.host_key, (visit.record, rules))
-                return
-            record, rules = self._robots_for(lease.host_key)
-            if robots_retrying(record):
-                # robots.txt is only temporarily unreachable: wait for its retry, exclude nothing.
-                self.store.release(lease, self.clock.now())
-                return
-            completion = await visitor.visit_page(lease, record, rules)
-            await self._commit(lease, completion)
-        except LeaseTooShortError:
-            # Nothing was sent. If the lease has expired and the host is another's now, the
-            # store refuses this release as stale; otherwise the URL goes back to its queue.
-            self.leases_too_late += 1
-            log.warning("lease of %s too close to its expiry to fetch; given back", lease.url)
-            self.store.release(lease, self.clock.now())
-            self.store.bump_counters({"lease.too_late": 1})  # `crawlspace stats`: recovery
-        except asyncio.CancelledError:
-            # Given back so a resume need not wait for it to expire. On an unwritable disk the
-            # lease stays in the file instead, and recover() returns it on the next start.
-            with contextlib.suppress(OSError, sqlite3.DatabaseError):
-                self.store.release(lease, self.clock.now())
-            raise
-        except (OSError, sqlite3.DatabaseError) as exc:
-            # The output is unwritable (disk full, quota, read-only): every further visit would
-            # fail the same way, so stop cleanly; committed state is intact and resumes later.
-            self.fatal_error = f"cannot write the crawl output in {self.out_dir}: {exc}"
-            log.error("%s; stopping", self.fatal_error)
-            self.request_stop("storage_error")
-            with contextlib.suppress(OSError, sqlite3.DatabaseError):
-                self.store.release(lease, self.clock.now())
-        except Exception:
-            self.errors += 1
-            if lease.kind is LeaseKind.ROBOTS:
-                log.exception("robots.txt visit of %s failed; counted as unreachable", lease.url)
-                self._fail_robots(visitor, lease)
-                return
-            log.exception("visit of %s failed; counted as a failed attempt", lease.url)
-            await self._fail_attempt(lease)
-
-    def _fail_robots(self, visitor: Visitor, lease: Lease) -> None:
-        """A robots.txt visit raised. Released, its host would be ready at once and the same
-        fault would refetch robots.txt back to back; recorded as unreachable instead, it is
-        retried after robots_retry_delay and, after robots_max_attempts, disallows the host
-        until the record expires (RFC 9309 §2.3.1.4), the same as a server that never answers."""
-        now = self.clock.now()
-        try:
-            visit = visitor.robots_outcome(
-                lease,
-                None,
-                b"",
-                previous=self.store.robots(lease.host_key),
-                error="internal_error",
-                started=now,
-                ended=now,
-            )
-            if self.store.complete_robots(lease, visit.record, visit.next_allowed_at):
-                self._cache_robots(lease.host_key, (visit.record, rules_for(visit.record)))
-        except Exception:  # the store itself failed: the lease expires and is returned
-            log.exception("could not record the failed robots.txt visit of %s", lease.url)
-
-    async def _fail_attempt(self, lease: Lease) -> None:
-        """A page visit raised (a processor's bug, a broken worker pool) after its request may
-        have gone out. A plain release would give the attempt back and leave the host ready at
-        once, so a fault that repeats would refetch the page back to back, forever. Instead the
-        attempt counts (``max_attempts`` ends it as failed) and the host waits as after a lost
-        lease."""
-        now = self.clock.now()
-        state = "queued" if lease.attempt < self.config.max_attempts else "failed"
-        completion = Completion(
-            state=state, reason="internal_error", next_allowed_at=now + self.config.min_delay
-        )
-        try:
-            await self._commit(lease, completion)
-        except Exception:  # the store itself failed: the lease expires and is returned
-            log.exception("could not record the failed visit of %s", lease.url)
-
-    async def _commit(self, lease: Lease, completion: Completion) -> None:
-        crash_point("before_commit")
-        if drop_ack():
-            return
-        if completion.state != "queued":  # a visit's end: when is the URL visited next
-            completion.revisit = plan_revisit(lease, completion, self.clock.now(), self._revisit)
-        committed = await self._committer.submit(lease, completion)
-        crash_point("after_commit")
-        self.telemetry.on_commit(lease.host_key, completion, committed)
-        if committed and completion.fetch:
-            # A retried attempt used bandwidth, but the store keeps no fetch row for it (its
-            # response is in the WARC only): not a page done, as max_pages counts fetch rows.
-            self.bytes_done += completion.fetch.bytes
-            self.pages_done += completion.state != "queued"
-            self._budget.spent(lease, completion.state != "queued", completion.fetch.bytes)
-            if completion.fetch.status >= 400:
-                self.errors += 1
-        elif completion.state == "failed":
-            self.errors += 1
-
-    def _robots_for(self, host_key: str) -> tuple[RobotsRecord, RobotsTxt]:
-        cached = self._robots_cache.get(host_key)
-        if cached is not None:
-            self._robots_cache.move_to_end(host_key)
-            return cached
-        record = self.store.robots(host_key)
-        if record is None:
-            # The frontier grants page leases only after robots.txt completed for the host.
-            raise RuntimeError(f"page lease for {host_key} before its robots.txt was fetched")
-        cached = (record, rules_for(record))
-        self._cache_robots(host_key, cached)
-        return cached
-
-    def _cache_robots(self, host_key: str, entry: tuple[RobotsRecord, RobotsTxt]) -> None:
-        self._robots_cache[host_key] = entry
-        self._robots_cache.move_to_end(host_key)
-        while len(self._robots_cache) > ROBOTS_CACHE_HOSTS:
-            self._robots_cache.popitem(last=False)
-
     def close(self) -> None:
         self.store.close()
-        self._unlock()
-
-    def _unlock(self) -> None:
-        with contextlib.suppress(OSError):
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
+        self._lock.release()

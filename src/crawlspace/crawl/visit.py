@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import email.utils
-import hashlib
 import logging
-import math
 import random
 import time
 from collections.abc import Callable
@@ -19,13 +16,20 @@ from dataclasses import dataclass
 
 from crawlspace.archive.warc import WarcWriter
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl.responses import (
+    GONE_STATUSES,
+    REDIRECT_STATUSES,
+    RETRY_STATUSES,
+    fetch_record,
+    parse_retry_after,
+    redirect_completion,
+    retry_or_fail,
+)
 from crawlspace.crawl.stages import StagePools
-from crawlspace.dedup.simhash import simhash64
 from crawlspace.discovery.links import Discovery
 from crawlspace.discovery.sitemaps import (
     SITEMAP_SOURCE,
     admit_parsed_sitemap,
-    admit_sitemap_doc,
     is_sitemap_response,
     read_sitemap,
 )
@@ -37,7 +41,7 @@ from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.parse.processors import ProcessedContent, ProcessorRegistry, admit_links
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
-from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
+from crawlspace.records import Completion, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import (
     DISALLOW_ALL,
@@ -50,10 +54,6 @@ from crawlspace.robots.policy import (
 from crawlspace.urls import normalize
 
 log = logging.getLogger("crawlspace.crawl.visit")
-
-RETRY_STATUSES = frozenset({429, 503})
-GONE_STATUSES = frozenset({404, 410})
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
 class LeaseTooShortError(Exception):
@@ -264,7 +264,9 @@ class Visitor:
         crash_point("after_warc")
         completion, content = await self._page_outcome(lease, response)
         self._schedule_host(completion, host, response.ended_at, response.elapsed, crawl_delay)
-        completion.fetch = self._fetch_record(lease, response, location, content)
+        completion.fetch = fetch_record(
+            lease, response, location, content, self.config.product_token
+        )
         return completion
 
     def _host_wait(self, lease: Lease, response: FetchResponse) -> HostWait:
@@ -295,27 +297,16 @@ class Visitor:
         completion.host_backoff = host.level
         completion.host_failures = host.failures
 
-    def _retry_or_fail(self, lease: Lease, response: FetchResponse) -> Completion:
-        """A 429 (or a 503 with Retry-After) asks us to wait, not to give up: the URL is tried
-        again after the wait, up to ``max_throttled_attempts`` tries in all, and then fails
-        saying so ("throttled"). Other 5xx answers are failures: ``max_attempts`` tries."""
-        status = response.status
-        throttled = status == 429 or (status == 503 and response.header("retry-after"))
-        cap = self.config.max_throttled_attempts if throttled else self.config.max_attempts
-        if lease.attempt < cap:
-            return Completion(state="queued", reason=f"http_{status}")
-        if throttled:
-            log.warning("giving up on %s: still throttled after %d tries", lease.url, cap)
-        return Completion(state="failed", reason="throttled" if throttled else f"http_{status}")
-
     async def _page_outcome(
         self, lease: Lease, response: FetchResponse
     ) -> tuple[Completion, ProcessedContent | None]:
         status = response.status
         if status in RETRY_STATUSES or status >= 500:
-            return self._retry_or_fail(lease, response), None
+            return retry_or_fail(lease, response, self.config), None
         if status in REDIRECT_STATUSES:
-            return self._redirect(lease, response), None
+            return redirect_completion(
+                lease, response, self.discovery, self.config.max_redirects
+            ), None
         completion = Completion(
             state="fetched",
             etag=response.header("etag"),
@@ -383,74 +374,6 @@ class Visitor:
             content = dataclasses.replace(content, noindex=True)
         return completion, content
 
-    def _redirect(self, lease: Lease, response: FetchResponse) -> Completion:
-        location = response.header("location")
-        completion = Completion(state="redirected")
-        if not location:
-            completion.reason = "redirect_without_location"
-            return completion
-        hops = lease.redirect_hops + 1
-        if hops > self.config.max_redirects:
-            completion.reason = "redirect_limit"
-            completion.rejections = {"redirect_limit": 1}
-            return completion
-        # Each hop is a new URL through the frontier: robots and politeness apply to it.
-        if lease.source == SITEMAP_SOURCE:
-            candidate, reason = admit_sitemap_doc(
-                self.discovery, location, lease.depth, response.url, redirect_hops=hops
-            )
-        else:
-            candidate, reason = self.discovery.admit_one(
-                location,
-                depth=lease.depth,
-                source="redirect",
-                redirect_hops=hops,
-                base=response.url,
-            )
-        if candidate is None:
-            completion.rejections = {reason or "invalid_url": 1}
-        elif reason is not None:
-            completion.links = []
-            completion.excluded = [(candidate.url, reason)]
-            completion.rejections = {reason: 1}
-        else:
-            completion.discovered = [candidate]
-        return completion
-
-    def _fetch_record(
-        self,
-        lease: Lease,
-        response: FetchResponse,
-        location: tuple[str, int, int],
-        content: ProcessedContent | None,
-    ) -> FetchRecord:
-        warc_file, offset, length = location
-        return FetchRecord(
-            url=lease.url,
-            final_url=response.url,
-            status=response.status,
-            fetched_at=response.started_at,
-            duration_ms=round(response.elapsed * 1000.0, 3),
-            content_type=response.header("content-type"),
-            bytes=len(response.raw_body),
-            truncated=response.truncated,
-            content_sha256=hashlib.sha256(response.body).hexdigest(),
-            warc_file=warc_file,
-            warc_offset=offset,
-            warc_length=length,
-            text_sha256=_text_sha256(content),
-            # A parsed page's noindex already has the header's; X-Robots-Tag is also what PDFs
-            # and plain text have, which no processor parsed.
-            noindex=content.noindex
-            if content is not None
-            else parse_x_robots_tag(
-                response.header_values("x-robots-tag"), self.config.product_token
-            ).noindex,
-            redirect_to=redirect_target(response),
-            canonical=content.canonical if content is not None else None,
-            simhash=_simhash(content),
-        )
-
 
 # robots.txt failures after which the host's URLs are excluded instead of waiting for a retry.
 FINAL_ROBOTS_ERRORS = frozenset({UNAVAILABLE_ERROR, BlockedAddressError.reason})
@@ -459,45 +382,3 @@ FINAL_ROBOTS_ERRORS = frozenset({UNAVAILABLE_ERROR, BlockedAddressError.reason})
 def robots_retrying(record: RobotsRecord) -> bool:
     """True while robots.txt is unreachable but will be retried: the host must wait."""
     return record.outcome == DISALLOW_ALL and record.error not in FINAL_ROBOTS_ERRORS
-
-
-def redirect_target(response: FetchResponse) -> str | None:
-    location = response.header("location")
-    if response.status not in REDIRECT_STATUSES or not location:
-        return None
-    return normalize(location, response.url)
-
-
-def parse_retry_after(value: str | None, now: float) -> float | None:
-    """Retry-After as seconds from ``now`` (RFC 9110 §10.2.3: delay-seconds or an HTTP-date)."""
-    if not value:
-        return None
-    value = value.strip()
-    # RFC 9110 allows only whole seconds; servers also send "1.5", which means what it says.
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return seconds if seconds >= 0 and not math.isnan(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
-def _text_sha256(content: ProcessedContent | None) -> str | None:
-    if content is None:
-        return None
-    if content.text_sha256 is not None:  # computed in the parse worker
-        return content.text_sha256
-    return hashlib.sha256(content.text.encode()).hexdigest() if content.text else None
-
-
-def _simhash(content: ProcessedContent | None) -> int | None:
-    if content is None:
-        return None
-    if content.simhash is not None:  # computed in the parse worker
-        return content.simhash
-    return simhash64(content.text) if content.text else None

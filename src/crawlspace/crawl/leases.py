@@ -1,0 +1,223 @@
+"""One lease run to its end: visit (robots.txt or page), plan the revisit, commit, count.
+
+The dispatcher (``crawl/crawler.py``) starts one task per lease; each runs ``LeaseRunner.run``.
+Whatever happens, the lease ends in exactly one of: a committed completion, a release (given
+back unfetched), or, when the store itself fails, an expiry the next start recovers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlspace.clock import Clock
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.budget import CrawlBudget
+from crawlspace.crawl.commit import GroupCommitter
+from crawlspace.crawl.visit import LeaseTooShortError, Visitor, robots_retrying
+from crawlspace.faults import crash_point, drop_ack
+from crawlspace.frontier.revisit import plan_revisit
+from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
+from crawlspace.robots import RobotsTxt
+from crawlspace.robots.policy import RULES, rules_for
+from crawlspace.store.sqlite.store import SqliteStore
+from crawlspace.telemetry import Telemetry
+
+log = logging.getLogger("crawlspace.crawl")
+
+ROBOTS_CACHE_HOSTS = 10_000  # parsed robots.txt kept in memory (LRU); the store has them all
+
+
+class RobotsCache:
+    """Parsed robots.txt of the hosts leased lately. Bounded: a record may hold 512 KiB, and
+    memory must not grow with the number of hosts (the store keeps every record)."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+        self._entries: OrderedDict[str, tuple[RobotsRecord, RobotsTxt]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, host_key: str) -> tuple[RobotsRecord, RobotsTxt]:
+        cached = self._entries.get(host_key)
+        if cached is not None:
+            self._entries.move_to_end(host_key)
+            return cached
+        record = self._store.robots(host_key)
+        if record is None:
+            # The frontier grants page leases only after robots.txt completed for the host.
+            raise RuntimeError(f"page lease for {host_key} before its robots.txt was fetched")
+        cached = (record, rules_for(record))
+        self.put(host_key, cached)
+        return cached
+
+    def put(self, host_key: str, entry: tuple[RobotsRecord, RobotsTxt]) -> None:
+        self._entries[host_key] = entry
+        self._entries.move_to_end(host_key)
+        while len(self._entries) > ROBOTS_CACHE_HOSTS:
+            self._entries.popitem(last=False)
+
+
+@dataclass
+class LeaseTally:
+    """What the crawl's leases came to in this run (the progress line and the summary)."""
+
+    pages_done: int = 0
+    bytes_done: int = 0
+    errors: int = 0
+    leases_too_late: int = 0  # visits whose lease would have expired mid-fetch (not sent)
+    fatal_error: str | None = None
+
+
+@dataclass
+class CrawlParts:
+    """The parts of a crawl a lease's run uses (built once by the Crawler)."""
+
+    config: CrawlConfig
+    clock: Clock
+    store: SqliteStore
+    telemetry: Telemetry
+    budget: CrawlBudget
+    out_dir: Path
+
+
+class LeaseRunner:
+    def __init__(
+        self,
+        parts: CrawlParts,
+        *,
+        add_sitemaps: Callable[[list[str]], object],
+        request_stop: Callable[[str], None],
+    ) -> None:
+        self._parts = parts
+        self._store = parts.store
+        self._committer = GroupCommitter(parts.store, parts.clock.now)
+        self._revisit = parts.config.revisit_policy()
+        self._add_sitemaps = add_sitemaps
+        self._request_stop = request_stop
+        self.robots = RobotsCache(parts.store)
+        self.tally = LeaseTally()
+
+    def _now(self) -> float:
+        return self._parts.clock.now()
+
+    async def run(self, visitor: Visitor, lease: Lease) -> None:
+        try:
+            if lease.kind is LeaseKind.ROBOTS:
+                await self._run_robots(visitor, lease)
+                return
+            record, rules = self.robots.get(lease.host_key)
+            if robots_retrying(record):
+                # robots.txt is only temporarily unreachable: wait for its retry, exclude nothing.
+                self._store.release(lease, self._now())
+                return
+            completion = await visitor.visit_page(lease, record, rules)
+            await self.commit(lease, completion)
+        except LeaseTooShortError:
+            # Nothing was sent. If the lease has expired and the host is another's now, the
+            # store refuses this release as stale; otherwise the URL goes back to its queue.
+            self.tally.leases_too_late += 1
+            log.warning("lease of %s too close to its expiry to fetch; given back", lease.url)
+            self._store.release(lease, self._now())
+            self._store.bump_counters({"lease.too_late": 1})  # `crawlspace stats`: recovery
+        except asyncio.CancelledError:
+            # Given back so a resume need not wait for it to expire. On an unwritable disk the
+            # lease stays in the file instead, and recover() returns it on the next start.
+            with contextlib.suppress(OSError, sqlite3.DatabaseError):
+                self._store.release(lease, self._now())
+            raise
+        except (OSError, sqlite3.DatabaseError) as exc:
+            # The output is unwritable (disk full, quota, read-only): every further visit would
+            # fail the same way, so stop cleanly; committed state is intact and resumes later.
+            self.tally.fatal_error = (
+                f"cannot write the crawl output in {self._parts.out_dir}: {exc}"
+            )
+            log.error("%s; stopping", self.tally.fatal_error)
+            self._request_stop("storage_error")
+            with contextlib.suppress(OSError, sqlite3.DatabaseError):
+                self._store.release(lease, self._now())
+        except Exception:
+            self.tally.errors += 1
+            if lease.kind is LeaseKind.ROBOTS:
+                log.exception("robots.txt visit of %s failed; counted as unreachable", lease.url)
+                self._fail_robots(visitor, lease)
+                return
+            log.exception("visit of %s failed; counted as a failed attempt", lease.url)
+            await self._fail_attempt(lease)
+
+    async def _run_robots(self, visitor: Visitor, lease: Lease) -> None:
+        previous = self._store.robots(lease.host_key)
+        visit = await visitor.visit_robots(lease, previous)
+        rules = rules_for(visit.record)
+        if visit.record.outcome == RULES and visit.record.attempts == 0 and rules.sitemaps:
+            # A fresh robots.txt: its sitemaps are seeds. Added before the robots commit,
+            # so a crash in between refetches robots.txt and adds them again (deduped).
+            self._add_sitemaps(rules.sitemaps)
+        if self._store.complete_robots(lease, visit.record, visit.next_allowed_at):
+            self.robots.put(lease.host_key, (visit.record, rules))
+
+    def _fail_robots(self, visitor: Visitor, lease: Lease) -> None:
+        """A robots.txt visit raised. Released, its host would be ready at once and the same
+        fault would refetch robots.txt back to back; recorded as unreachable instead, it is
+        retried after robots_retry_delay and, after robots_max_attempts, disallows the host
+        until the record expires (RFC 9309 §2.3.1.4), the same as a server that never answers."""
+        now = self._now()
+        try:
+            visit = visitor.robots_outcome(
+                lease,
+                None,
+                b"",
+                previous=self._store.robots(lease.host_key),
+                error="internal_error",
+                started=now,
+                ended=now,
+            )
+            if self._store.complete_robots(lease, visit.record, visit.next_allowed_at):
+                self.robots.put(lease.host_key, (visit.record, rules_for(visit.record)))
+        except Exception:  # the store itself failed: the lease expires and is returned
+            log.exception("could not record the failed robots.txt visit of %s", lease.url)
+
+    async def _fail_attempt(self, lease: Lease) -> None:
+        """A page visit raised (a processor's bug, a broken worker pool) after its request may
+        have gone out. A plain release would give the attempt back and leave the host ready at
+        once, so a fault that repeats would refetch the page back to back, forever. Instead the
+        attempt counts (``max_attempts`` ends it as failed) and the host waits as after a lost
+        lease."""
+        now = self._now()
+        config = self._parts.config
+        state = "queued" if lease.attempt < config.max_attempts else "failed"
+        completion = Completion(
+            state=state, reason="internal_error", next_allowed_at=now + config.min_delay
+        )
+        try:
+            await self.commit(lease, completion)
+        except Exception:  # the store itself failed: the lease expires and is returned
+            log.exception("could not record the failed visit of %s", lease.url)
+
+    async def commit(self, lease: Lease, completion: Completion) -> None:
+        crash_point("before_commit")
+        if drop_ack():
+            return
+        if completion.state != "queued":  # a visit's end: when is the URL visited next
+            completion.revisit = plan_revisit(lease, completion, self._now(), self._revisit)
+        committed = await self._committer.submit(lease, completion)
+        crash_point("after_commit")
+        self._parts.telemetry.on_commit(lease.host_key, completion, committed)
+        tally = self.tally
+        if committed and completion.fetch:
+            # A retried attempt used bandwidth, but the store keeps no fetch row for it (its
+            # response is in the WARC only): not a page done, as max_pages counts fetch rows.
+            tally.bytes_done += completion.fetch.bytes
+            tally.pages_done += completion.state != "queued"
+            self._parts.budget.spent(lease, completion.state != "queued", completion.fetch.bytes)
+            if completion.fetch.status >= 400:
+                tally.errors += 1
+        elif completion.state == "failed":
+            tally.errors += 1

@@ -1,0 +1,128 @@
+"""Opening a crawl: the output directory's lock, the settings it remembers, its store, its rules.
+
+Each function builds one part the Crawler wires together from the one ``CrawlConfig``; a worker
+(``crawl/worker.py``) builds the same frontier limits and rules for its shared frontier.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.settings import given_by_default, settle, stored_form
+from crawlspace.dedup.near_index import NearDuplicateIndex
+from crawlspace.dedup.seen import dedup_seen_filter
+from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
+from crawlspace.discovery.policy_normalize import UrlPolicy
+from crawlspace.discovery.scope import Scope
+from crawlspace.errors import OutputDirError
+from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
+from crawlspace.store.base import FrontierLimits
+from crawlspace.store.sqlite.readonly import read_meta
+from crawlspace.store.sqlite.store import SqliteStore
+
+log = logging.getLogger("crawlspace.crawl")
+# crawl.db meta: the settings the crawl started with (crawl/settings.py).
+SETTINGS_KEY = "crawl_settings"
+
+
+def frontier_limits(config: CrawlConfig) -> FrontierLimits:
+    """What every frontier enforces with its atomic operations, the same on every engine."""
+    return FrontierLimits(
+        config.max_in_flight_per_host,
+        config.max_pages_per_host,
+        # An expired lease may hide a request that just ended: its host keeps the minimum gap.
+        lost_lease_gap=config.min_delay,
+        budgets=keyed_budgets(config.max_urls_per_template),
+        max_pages_per_host_per_day=config.max_pages_per_host_per_day,
+        revisit_share=config.revisit_share,
+        inlink_weight=config.inlink_weight if config.priority_policy == "score" else 0,
+        inlink_cap=config.inlink_cap,
+        discovery_window=config.discovery_window,
+        discovery_trap_ratio=config.discovery_trap_ratio,
+        trap_priority_penalty=config.trap_priority_penalty,
+        front=config.front_queues(),
+        aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
+    )
+
+
+def open_sqlite_store(config: CrawlConfig, path: Path) -> SqliteStore:
+    """The embedded engine: frontier and metadata in one crawl.db."""
+    return SqliteStore(
+        path,
+        frontier_limits(config),
+        seen_filter=dedup_seen_filter(config.bloom_expected_urls, config.bloom_fp_rate),
+        near_index=NearDuplicateIndex(config.near_duplicate_bits, config.near_duplicate_max_pages),
+        background_checkpoints=True,
+    )
+
+
+def link_discovery(config: CrawlConfig, scope: Scope, filters: Sequence[UrlFilter]) -> Discovery:
+    """Link admission: normalization, scope, depth and length, trap shapes, priority."""
+    return Discovery(
+        EntryRules(
+            config.max_depth,
+            config.max_url_length,
+            config.follow_nofollow,
+            UrlPolicy(
+                config.strip_params,
+                config.sort_query_hosts,
+                config.fold_index_html,
+                config.fold_trailing_slash,
+            ),
+            TrapRules(
+                config.max_path_repeats,
+                config.max_query_params,
+                compile_excludes(config.exclude),
+            ),
+            config.priority_rules(),
+        ),
+        scope,
+        filters,
+    )
+
+
+def settle_settings(
+    config: CrawlConfig, db_path: Path, given: frozenset[str] | None, reconfigure: bool
+) -> tuple[CrawlConfig, str | None]:
+    """The stored settings of a resumed crawl, changed only with ``reconfigure`` (each change
+    logged), and what to store: a new crawl's settings, or the changed ones; else None."""
+    stored = read_meta(db_path, SETTINGS_KEY) if db_path.exists() else None
+    settled, changes = settle(
+        config,
+        stored,
+        given_by_default(config) if given is None else given,
+        reconfigure=reconfigure,
+    )
+    for change in changes:
+        log.warning("--reconfigure: %s", change.describe())
+    return settled, stored_form(settled) if changes or stored is None else None
+
+
+class OutDirLock:
+    """One crawl per output directory: an exclusive flock on ``DIR/.lock`` while it runs."""
+
+    def __init__(self, out_dir: Path) -> None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(out_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise OutputDirError(f"cannot use output directory {out_dir}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputDirError(
+                f"{out_dir} is in use by another crawl (lock file {out_dir / '.lock'})"
+            ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
