@@ -44,13 +44,13 @@ def test_a_resume_with_a_lower_per_host_allowance_applies_it_to_known_hosts(
 def test_the_host_id_cache_is_bounded_and_ids_stay_right(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("crawlspace.store.sqlite.store.HOST_ID_CACHE", 3)
+    monkeypatch.setattr("crawlspace.store.sqlite.records.HOST_ID_CACHE", 3)
     store = SqliteStore(tmp_path / "crawl.db")
     try:
         hosts = [f"http://h{n}.example" for n in range(10)]
         for round_ in range(2):  # the second round finds every host again after evictions
             store.add([UrlCandidate(f"{h}/{round_}", h, 0) for h in hosts], 0.0)
-            assert len(store._host_ids) <= 3
+            assert len(store.records._host_ids) <= 3
         filed = store._db.execute(
             "SELECT h.host_key, COUNT(*), MAX(h.queued) FROM urls u JOIN hosts h"
             " ON h.id = u.host_id GROUP BY h.host_key"

@@ -102,7 +102,7 @@ def test_rows_the_filter_missed_fall_back_to_the_upsert(tmp_path: Path) -> None:
     batch = [f"{a}/x", f"{a}/new", f"{b}/y", f"{b}/new", f"{b}/new2"]
     admitted: list[str] = []
     with store._transaction() as db:
-        result = store._add(
+        result = store.add_in(
             db,
             [UrlCandidate(u, u.rsplit("/", 1)[0], 1, source="link") for u in batch],
             0.0,
@@ -310,7 +310,7 @@ def test_known_urls_are_settled_in_bulk_and_the_rest_keep_their_paths(tmp_path: 
         known = [UrlCandidate(f"{h}/k{i}", h, 1, source="link") for i in range(1200)]
         assert store.add(known, 0.0).added == 1200
         with store._transaction() as db:
-            store._record_excluded(db, [(f"{h}/deep", "depth")], 9, 0.0)
+            store.record_excluded(db, [(f"{h}/deep", "depth")], 9, 0.0)
         mapped = UrlCandidate(
             f"{h}/k7", h, 1, source="sitemap_entry", lastmod="2026-01-02", changefreq="daily"
         )

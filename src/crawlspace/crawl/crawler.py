@@ -46,7 +46,7 @@ from crawlspace.errors import ConfigError
 from crawlspace.fetch.transport import Transport
 from crawlspace.parse.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Lease
-from crawlspace.store.sqlite.store import SqliteStore
+from crawlspace.store.base import Store
 from crawlspace.telemetry import Telemetry
 
 __all__ = ["CrawlSummary", "Crawler", "frontier_limits"]
@@ -89,7 +89,7 @@ class Crawler:
         clock: Clock | None = None,
         transport: Transport | None = None,
         filters: Sequence[UrlFilter] = (),
-        store_factory: Callable[[Path], SqliteStore] | None = None,
+        store_factory: Callable[[Path], Store] | None = None,
         given: frozenset[str] | None = None,
         reconfigure: bool = False,
     ) -> None:

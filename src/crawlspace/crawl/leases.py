@@ -26,7 +26,7 @@ from crawlspace.frontier.revisit import plan_revisit
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import RULES, rules_for
-from crawlspace.store.sqlite.store import SqliteStore
+from crawlspace.store.base import Store
 from crawlspace.telemetry import Telemetry
 
 log = logging.getLogger("crawlspace.crawl")
@@ -38,7 +38,7 @@ class RobotsCache:
     """Parsed robots.txt of the hosts leased lately. Bounded: a record may hold 512 KiB, and
     memory must not grow with the number of hosts (the store keeps every record)."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
         self._entries: OrderedDict[str, tuple[RobotsRecord, RobotsTxt]] = OrderedDict()
 
@@ -82,7 +82,7 @@ class CrawlParts:
 
     config: CrawlConfig
     clock: Clock
-    store: SqliteStore
+    store: Store
     telemetry: Telemetry
     budget: CrawlBudget
     out_dir: Path

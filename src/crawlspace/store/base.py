@@ -116,10 +116,55 @@ class Frontier(Protocol):
         ...
 
 
-class Store(Frontier, Protocol):
-    """A durable frontier plus the crawl's metadata (fetches, links, robots, counters)."""
+class CrawlRecordsView(Protocol):
+    """The crawl's own records beside its frontier: local to each process of a shared crawl
+    (store/sqlite/records.py), in the same file as the frontier on the embedded engine."""
 
-    def count_rejections(self, rejections: dict[str, int]) -> None: ...
+    @property
+    def path(self) -> str:
+        """The crawl.db that holds the records."""
+        ...
+
+    def bump_counters(self, counts: dict[str, int]) -> None: ...
+
+    def warc_offsets(self, warc_file: str) -> set[int]:
+        """Offsets of the WARC records that fetch rows of ``warc_file`` point at."""
+        ...
+
+    def fetched_pages(self) -> int: ...
+
+    def fetched_bytes(self) -> int: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def record_sample(self, sample: dict[str, float | None]) -> None: ...
+
+
+class Store(Frontier, CrawlRecordsView, Protocol):
+    """A durable frontier plus the crawl's records (fetches, links, robots, counters): what the
+    crawl loop (crawl/) is given, on the embedded engine or on a shared frontier."""
+
+    def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
+        """Group commit: several completions in one go; each result as ``complete``'s."""
+        ...
+
+    def count_rejections(self, rejections: dict[str, int]) -> None:
+        """Count URLs refused before they reached the frontier (``rejected.<reason>``)."""
+        ...
+
+    def reserve_pages(self, n: int, cap: int) -> tuple[int, int]:
+        """Crawl-wide page holds (crawl/budget.py): (granted, pages done)."""
+        ...
+
+    def settle_pages(self, released: int, done: int, nbytes: int) -> tuple[int, int]:
+        """Give holds back, count pages and bytes: (pages done, bytes), crawl-wide."""
+        ...
+
+    def queued(self) -> int: ...
+
+    def ready_hosts(self, now: float) -> int: ...
+
+    def seed_urls(self) -> list[str]: ...
 
     def recover(self, now: float) -> int:
         """At start-up of the single owner: return every lease of a dead process to its queue."""

@@ -30,7 +30,7 @@ from crawlspace.store.base import AddResult
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import RedisFrontier
 from crawlspace.store.sqlite import dedup as sqlite_dedup
-from crawlspace.store.sqlite.store import SqliteStore
+from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate
 
 # How long an idle worker waits at least before polling again while other workers hold leases.
 _POLL = 0.1
@@ -50,13 +50,19 @@ def _shared_counts(completion: Completion, verdict: ContentVerdict | None) -> di
     return counts
 
 
-class SharedStore(SqliteStore):
-    """Implements ``crawlspace.store.base.Store`` for one of many workers on a shared frontier."""
+class SharedStore(RecordsDelegate):
+    """Implements ``crawlspace.store.base.Store`` for one of many workers on a shared frontier.
+
+    Composed, not inherited: every frontier method below goes to the shared ``RedisFrontier``,
+    and the worker's own records (``CrawlRecords``: fetch rows, events, counters, a copy of
+    each robots.txt) stay in its local crawl.db. A Store method neither part has is a type
+    error (mypy checks this class against the protocol), never a silent local fallback."""
 
     def __init__(
         self, path: Path | str, frontier: RedisFrontier, content: RedisContentIndex | None = None
     ) -> None:
-        super().__init__(path, frontier.limits, background_checkpoints=True)
+        self.records = CrawlRecords(path, background_checkpoints=True)
+        self.limits = frontier.limits
         self.frontier = frontier
         self.content = content
         self._last_now = 0.0
@@ -133,16 +139,16 @@ class SharedStore(SqliteStore):
         if fetch is not None and completion.state != "not_modified" and self.content is not None:
             verdict = self._judge(lease, fetch, completion)
         try:
-            with self._transaction() as db:
+            with self.records.transaction() as db:
                 if fetch is not None:
-                    self._insert_fetch(db, lease, fetch, completion)
+                    self.records.insert_fetch(db, lease, fetch, completion)
                     if verdict is not None:
                         sqlite_dedup.store_verdict(db, self._fetch_id(db, lease), fetch, verdict)
                 if not requeue:
-                    self._emit_event(db, lease, completion, now)
+                    self.records.emit_event(db, lease, completion, now)
                 if not self.frontier.complete(lease, completion, now):
                     raise _Stale
-                self._count(db, completion.rejections)
+                self.records.count(db, completion.rejections)
                 self.frontier.count(_shared_counts(completion, verdict))  # crawl-wide
         except _Stale:
             return False
@@ -170,7 +176,7 @@ class SharedStore(SqliteStore):
         return int(row[0])
 
     def count_rejections(self, rejections: dict[str, int]) -> None:
-        super().count_rejections(rejections)  # this worker's own stats
+        self.records.count_rejections(rejections)  # this worker's own stats
         self.frontier.count_rejections(rejections)  # and the crawl's
 
     def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
@@ -180,10 +186,10 @@ class SharedStore(SqliteStore):
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
         if not self.frontier.complete_robots(lease, record, next_allowed_at):
             return False
-        with self._transaction() as db:  # a local copy, for stats and export of this worker
-            self._store_robots(db, self._host_id(db, lease.host_key), record)
+        with self.records.transaction() as db:  # a local copy, for stats and export of this worker
+            self.records.store_robots(db, self.records.host_id(db, lease.host_key), record)
         return True
 
     def close(self) -> None:
-        super().close()
+        self.records.close()
         self.frontier.close()

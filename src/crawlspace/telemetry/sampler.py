@@ -20,7 +20,7 @@ from crawlspace.store.sqlite.readonly import read_only_uri
 
 if TYPE_CHECKING:
     from crawlspace.config import CrawlConfig
-    from crawlspace.store.sqlite.store import SqliteStore
+    from crawlspace.store.base import Store
     from crawlspace.telemetry.metrics import CrawlMetrics
 
 log = logging.getLogger("crawlspace.telemetry")
@@ -38,7 +38,7 @@ def _is_error(completion: Completion) -> bool:
 
 
 class Telemetry:
-    def __init__(self, config: CrawlConfig, store: SqliteStore) -> None:
+    def __init__(self, config: CrawlConfig, store: Store) -> None:
         self.interval = max(config.sample_seconds, 0.01)
         self.metrics_port = config.metrics_port
         self.store = store

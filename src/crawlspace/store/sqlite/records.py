@@ -1,0 +1,225 @@
+"""The crawl's records in one SQLite file: what was fetched, when, and what the crawl counted.
+
+``CrawlRecords`` owns the connection, the schema and the transactions of ``crawl.db``, and writes
+the metadata every crawl keeps locally: fetch rows and index events (``rows.py``), robots.txt
+copies, named counters, meta values and telemetry samples. It decides nothing about the frontier.
+Two stores compose it: ``SqliteStore`` (whose frontier shares the file and the transactions) and
+``SharedStore`` (a worker's local records beside the shared Redis frontier).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from crawlspace.errors import StoreError
+from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
+from crawlspace.store.sqlite import dedup as sqlite_dedup
+from crawlspace.store.sqlite import priority as sqlite_priority
+from crawlspace.store.sqlite import revisit as sqlite_revisit
+from crawlspace.store.sqlite import rows as sqlite_rows
+from crawlspace.store.sqlite.checkpoint import WalCheckpointer
+from crawlspace.store.sqlite.schema import SCHEMA, SCHEMA_VERSION
+
+HOST_ID_CACHE = 200_000  # host ids kept in memory (one indexed read away when they are not)
+
+
+class CrawlRecords:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        max_in_flight_per_host: int = 1,
+        background_checkpoints: bool = False,
+    ) -> None:
+        self.path = str(path)
+        self._max_in_flight = max_in_flight_per_host
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
+        self._host_ids: dict[str, int] = {}
+        self._hosts_cached_in_transaction: list[str] = []
+        # The crawl copies its WAL into the file from a thread (store/sqlite/checkpoint.py).
+        self._checkpointer: WalCheckpointer | None = None
+        if background_checkpoints:
+            self._checkpointer = WalCheckpointer(self.path)
+            self._checkpointer.start()
+
+    def _open(self) -> None:
+        db = self.db
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=10000")
+        db.execute("PRAGMA cache_size=-65536")
+        db.execute("PRAGMA wal_autocheckpoint=20000")
+        # One transaction: the schema appears whole or not at all, in a few WAL frames.
+        db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
+        self._check_schema_version()
+        self._add_missing_columns()
+        # A host's allowance is set when its row is made; a resume with another
+        # max_in_flight_per_host applies it to every host already known, too.
+        db.execute(
+            "UPDATE hosts SET max_in_flight = ? WHERE max_in_flight <> ?",
+            (self._max_in_flight,) * 2,
+        )
+        sqlite_dedup.migrate(db)
+        sqlite_revisit.migrate(db)
+        sqlite_priority.migrate(db)
+
+    def _check_schema_version(self) -> None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            self.db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {row[0]}, this crawlspace reads {SCHEMA_VERSION}"
+            )
+
+    def _add_missing_columns(self) -> None:
+        """Add columns newer than the crawl.db (CREATE TABLE IF NOT EXISTS keeps old tables)."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(urls)")}
+        added = (("lastmod", "TEXT"), ("changefreq", "TEXT"), ("sitemap_priority", "REAL"))
+        for column, kind in added:
+            if column not in have:
+                self.db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front, so two processes sharing the file can never
+        # both read a host as free and both take its token.
+        self.db.execute("BEGIN IMMEDIATE")
+        self._hosts_cached_in_transaction.clear()
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            # What memory learned inside the transaction goes with it: a cached id of a host
+            # row that no longer exists would file URLs under a host id the next new host gets.
+            for host_key in self._hosts_cached_in_transaction:
+                self._host_ids.pop(host_key, None)
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    def host_id(self, db: sqlite3.Connection, host_key: str) -> int:
+        """The host's row id, the row made if it is new (inside the caller's transaction)."""
+        host_id = self._host_ids.get(host_key)
+        if host_id is None:
+            db.execute(
+                "INSERT OR IGNORE INTO hosts (host_key, max_in_flight) VALUES (?, ?)",
+                (host_key, self._max_in_flight),
+            )
+            host_id = int(
+                db.execute("SELECT id FROM hosts WHERE host_key = ?", (host_key,)).fetchone()[0]
+            )
+            if len(self._host_ids) >= HOST_ID_CACHE:
+                self._host_ids.clear()  # memory must not grow with the number of hosts
+            self._host_ids[host_key] = host_id
+            self._hosts_cached_in_transaction.append(host_key)
+        return host_id
+
+    # -- a visit's rows (inside the caller's transaction) --------------------------------------
+
+    def insert_fetch(
+        self, db: sqlite3.Connection, lease: Lease, fetch: FetchRecord, completion: Completion
+    ) -> None:
+        sqlite_rows.insert_fetch(db, lease, fetch, completion)
+
+    def emit_event(
+        self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
+    ) -> None:
+        sqlite_rows.emit_event(db, lease, completion, now)
+
+    def store_robots(self, db: sqlite3.Connection, host_id: int, record: RobotsRecord) -> None:
+        sqlite_rows.store_robots(db, host_id, record)
+
+    def count(self, db: sqlite3.Connection, rejections: dict[str, int]) -> None:
+        sqlite_dedup.bump_counters(db, {f"rejected.{name}": n for name, n in rejections.items()})
+
+    # -- on their own ------------------------------------------------------------------------
+
+    def robots(self, host_key: str) -> RobotsRecord | None:
+        row = self.db.execute(
+            "SELECT r.status, r.outcome, r.body, r.fetched_at, r.expires_at, r.attempts, r.error"
+            " FROM robots r JOIN hosts h ON h.id = r.host_id WHERE h.host_key = ?",
+            (host_key,),
+        ).fetchone()
+        if row is None:
+            return None
+        status, outcome, body, fetched_at, expires_at, attempts, error = row
+        return RobotsRecord(
+            host_key, status, outcome, bytes(body), fetched_at, expires_at, attempts, error
+        )
+
+    def count_rejections(self, rejections: dict[str, int]) -> None:
+        with self.transaction() as db:
+            self.count(db, rejections)
+
+    def bump_counters(self, counts: dict[str, int]) -> None:
+        """Add to named counters, e.g. ``warc.unreferenced_records``."""
+        with self.transaction() as db:
+            sqlite_dedup.bump_counters(db, counts)
+
+    def warc_offsets(self, warc_file: str) -> set[int]:
+        """Offsets of the WARC records that fetch rows of ``warc_file`` point at."""
+        rows = self.db.execute("SELECT warc_offset FROM fetches WHERE warc_file = ?", (warc_file,))
+        return {int(offset) for (offset,) in rows if offset is not None}
+
+    def fetched_bytes(self) -> int:
+        row = self.db.execute("SELECT COALESCE(SUM(bytes), 0) FROM fetches").fetchone()
+        return int(row[0])
+
+    def fetched_pages(self) -> int:
+        row = self.db.execute("SELECT COUNT(*) FROM fetches").fetchone()
+        return int(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def record_sample(self, sample: dict[str, float | None]) -> None:
+        """One row of the ``samples`` time series (keys are its column names)."""
+        columns = ", ".join(sample)
+        marks = ", ".join("?" * len(sample))
+        self.db.execute(
+            f"INSERT OR REPLACE INTO samples ({columns}) VALUES ({marks})", tuple(sample.values())
+        )
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+        self.db.close()
+
+
+class RecordsDelegate:
+    """The Store methods that only read or write the crawl's local records, for the stores that
+    compose a ``CrawlRecords`` as ``self.records`` (the frontier methods each store writes)."""
+
+    records: CrawlRecords
+
+    @property
+    def path(self) -> str:
+        return self.records.path
+
+    def bump_counters(self, counts: dict[str, int]) -> None:
+        self.records.bump_counters(counts)
+
+    def warc_offsets(self, warc_file: str) -> set[int]:
+        return self.records.warc_offsets(warc_file)
+
+    def fetched_bytes(self) -> int:
+        return self.records.fetched_bytes()
+
+    def fetched_pages(self) -> int:
+        return self.records.fetched_pages()
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.records.set_meta(key, value)
+
+    def record_sample(self, sample: dict[str, float | None]) -> None:
+        self.records.record_sample(sample)
