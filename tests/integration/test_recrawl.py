@@ -132,7 +132,12 @@ def test_continuous_recrawl_revalidates_unchanged_pages(tmp_path: Path) -> None:
     urls = {r["url"]: r for r in iter_records(out, "urls")}
     assert urls[a_url]["revisit_interval"] == 1.2  # doubled to the maximum
     assert urls[farm.url("site", "/news.html")]["revisit_interval"] == 0.3  # halved to the min
-    assert urls[a_url]["next_fetch_at"] is not None
+    # Its next visit is planned, or (the duration may end between a promotion and the fetch)
+    # already queued as the visit after the last one recorded.
+    a_row = urls[a_url]
+    assert a_row["next_fetch_at"] is not None or (
+        a_row["state"] in ("queued", "leased") and a_row["version"] == len(states) + 1
+    ), a_row
     stats = crawl_stats(out)
     # "/" has no validators: each revisit is a 200 with the same text. Neither that nor the
     # next news edition makes a page a near duplicate of its own earlier version.

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlspace.archive.warc import WarcLocation, WarcWriter, recover_open_files
+from crawlspace.archive.recovery import recover_open_files
+from crawlspace.archive.warc import WarcLocation, WarcWriter
 
 HTML = b"<!doctype html><html><body>" + b"<p>crawlspace test page</p>\n" * 200 + b"</body></html>"
 

@@ -19,12 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace import __version__
-from crawlspace.archive.warc import (
-    RecoveredFile,
-    WarcWriter,
-    recover_open_files,
-    response_offsets,
-)
+from crawlspace.archive.recovery import RecoveredFile, recover_open_files, response_offsets
+from crawlspace.archive.warc import WarcWriter
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.budget import CrawlBudget

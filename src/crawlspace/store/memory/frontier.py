@@ -20,26 +20,30 @@ from collections.abc import Callable, Sequence
 
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
-from crawlspace.frontier.front_queues import REVISIT_BAND
-from crawlspace.frontier.states import REVISITABLE, UrlState, check_revisit, check_transition
+from crawlspace.frontier.states import UrlState, check_transition
 from crawlspace.records import (
     Completion,
     Lease,
     LeaseKind,
-    RevisitPlan,
     RobotsRecord,
     UrlCandidate,
 )
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.memory.due import DueRevisits
 from crawlspace.store.memory.links import Admitted, LinkPolicy
-from crawlspace.store.memory.records import Active, MemHost, MemUrl, default_robots_url
+from crawlspace.store.memory.ready import COMPACT_FACTOR, COMPACT_MIN, ReadyHosts
+from crawlspace.store.memory.records import (
+    Active,
+    MemHost,
+    MemUrl,
+    default_robots_url,
+    page_lease,
+    robots_lease,
+)
 from crawlspace.urls import host_key
 
 _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 _BUDGET_HOST = "budget_host"
-# Rebuild a lazily-deleted heap once it holds this many times more entries than live ones.
-_COMPACT_FACTOR = 4
-_COMPACT_MIN = 4096
 
 
 class MemoryFrontier:
@@ -60,14 +64,12 @@ class MemoryFrontier:
         self._by_id: list[MemUrl | None] = [None]  # url_id 0 is the robots lease's placeholder
         self._hosts: dict[str, MemHost] = {}
         self._front = limits.front
-        # One heap of ready hosts per front band (frontier/front_queues.py).
-        self._ready: list[list[tuple[float, int, MemHost]]] = [
-            [] for _ in range(limits.front.count)
-        ]
         self._active: dict[str, Active] = {}
         self._expiry: list[tuple[float, int, str]] = []
-        self._due: list[tuple[float, int, int]] = []  # (next_fetch_at, seq, url_id), lazy
         self._seq = itertools.count()
+        self._due = DueRevisits(self._by_id, self._seq.__next__)  # planned revisits
+        # One heap of ready hosts per front band (ready.py).
+        self._ready = ReadyHosts(limits.front, self._seq.__next__)
         self._lease_ids = itertools.count(1)
         self._queued = 0
         self._links = LinkPolicy(limits, self._reprioritize)
@@ -183,26 +185,13 @@ class MemoryFrontier:
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
         leases: list[Lease] = []
         while len(leases) < limit:
-            best = self._front.merge(self._ready_heads(now), 1)
-            if not best:
+            host = self._ready.pop_best(now)
+            if host is None:
                 break
-            heap = self._ready[best[0]]
-            host = heapq.heappop(heap)[2]
-            host.heap_seq = -1
             leases.append(self._grant(host, now, lease_seconds))
             # Back of the line among equally-ready hosts; only re-enters if it has a token left.
             self._reschedule(host)
         return leases
-
-    def _ready_heads(self, now: float) -> list[tuple[int, float, int]]:
-        """(band, ready_at, band) of each band's first live host ready at ``now``."""
-        heads = []
-        for band, heap in enumerate(self._ready):
-            while heap and heap[0][1] != heap[0][2].heap_seq:
-                heapq.heappop(heap)
-            if heap and heap[0][0] <= now:
-                heads.append((band, heap[0][0], band))
-        return heads
 
     def _grant(self, host: MemHost, now: float, lease_seconds: float) -> Lease:
         lease_id = f"L{next(self._lease_ids)}"
@@ -213,18 +202,7 @@ class MemoryFrontier:
             # RFC 9309 §2.4: a crawler must have the host's current rules before fetching pages.
             host.robots_lease_id = lease_id
             self._active[lease_id] = Active(host, None, expires_at)
-            return Lease(
-                kind=LeaseKind.ROBOTS,
-                lease_id=lease_id,
-                host_key=host.key,
-                url=self._robots_url(host.key),
-                url_id=0,
-                version=0,
-                attempt=1,
-                depth=0,
-                redirect_hops=0,
-                expires_at=expires_at,
-            )
+            return robots_lease(lease_id, host.key, self._robots_url(host.key), expires_at)
         host.clean(self._by_id)
         url = self._by_id[heapq.heappop(self._band(host))[2]]
         assert url is not None, "host queue holds an unknown url_id"
@@ -234,24 +212,7 @@ class MemoryFrontier:
         url.attempts += 1
         url.lease_id = lease_id
         self._active[lease_id] = Active(host, url, expires_at)
-        return Lease(
-            kind=LeaseKind.PAGE,
-            lease_id=lease_id,
-            host_key=host.key,
-            url=url.url,
-            url_id=url.url_id,
-            version=url.version,
-            attempt=url.attempts,
-            depth=url.depth,
-            redirect_hops=url.redirect_hops,
-            expires_at=expires_at,
-            etag=url.etag,
-            last_modified=url.last_modified,
-            crawl_delay=None,
-            revisit_interval=url.revisit_interval,
-            content_hash=url.content_hash,
-            changefreq=url.changefreq,
-        )
+        return page_lease(lease_id, host.key, url, expires_at)
 
     def _band(self, host: MemHost) -> list[tuple[int, int, int]]:
         """The queue band the next lease takes: when both have URLs, about ``revisit_share`` of
@@ -273,24 +234,15 @@ class MemoryFrontier:
             and host.robots_lease_id is None
         )
         if not leasable:
-            host.heap_seq = -1
+            self._ready.drop(host)
             return
         head = (host.revisits or host.queue)[0][0]
-        band = self._front.band(head)
-        if host.heap_seq >= 0 and host.heap_band == band:
-            return  # already in place; callers re-push after any next_allowed_at change
-        seq = next(self._seq)
-        host.heap_seq, host.heap_band = seq, band
-        heapq.heappush(self._ready[band], (host.next_allowed_at, seq, host))
-        if sum(map(len, self._ready)) > _COMPACT_FACTOR * len(self._hosts) + _COMPACT_MIN:
-            for heap in self._ready:
-                heap[:] = [e for e in heap if e[1] == e[2].heap_seq]
-                heapq.heapify(heap)
+        self._ready.place(host, self._front.band(head), len(self._hosts))
 
     def _move_clock(self, host: MemHost, next_allowed_at: float | None) -> None:
         if next_allowed_at is not None and next_allowed_at > host.next_allowed_at:
             host.next_allowed_at = next_allowed_at
-            host.heap_seq = -1  # the old entry carries the old time; _reschedule pushes anew
+            self._ready.drop(host)  # the old entry carries the old time; _reschedule pushes anew
 
     # ------------------------------------------------------------------------- lease endings
 
@@ -346,7 +298,7 @@ class MemoryFrontier:
             if completion.fetch is not None:
                 self._count_day(active.host, now, completion.rejections)
             if completion.revisit is not None:
-                self._schedule(url, completion.revisit)
+                self._due.schedule(url, completion.revisit)
         self._move_clock(active.host, completion.next_allowed_at)
         self._reschedule(active.host)
         # A finished visit's links carry its cash and count as in-links (links.py); a retry's
@@ -365,48 +317,18 @@ class MemoryFrontier:
         self._exclude(completion.excluded, lease.depth + 1)
         return True
 
-    def _schedule(self, url: MemUrl, plan: RevisitPlan) -> None:
-        url.revisit_interval = plan.interval
-        url.next_fetch_at = plan.next_fetch_at
-        if plan.content_hash is not None:
-            url.content_hash = plan.content_hash
-        heapq.heappush(self._due, (plan.next_fetch_at, next(self._seq), url.url_id))
-
     def promote_due(self, now: float, limit: int = 1000) -> int:
         """Recrawl: queue up to ``limit`` due URLs again, earliest first, each as a new visit
-        (version bumped, attempts from zero) in its host's revisit band."""
-        promoted = 0
-        due = self._due
-        while due and due[0][0] <= now and promoted < limit:
-            at, _, url_id = heapq.heappop(due)
-            url = self._by_id[url_id]
-            if url is None or url.next_fetch_at != at:
-                continue  # rescheduled since: a stale entry
-            url.next_fetch_at = None
-            if url.state.value not in REVISITABLE:
-                continue
-            check_revisit(url.state.value)
-            url.state = UrlState.QUEUED
-            url.reason = None
-            url.version += 1
-            url.attempts = 0
-            base = url.priority + REVISIT_BAND if url.priority < 0 else url.priority
-            url.priority = base - REVISIT_BAND
+        in its host's revisit band (due.py)."""
+        promoted = self._due.take(now, limit)
+        for url in promoted:
             host = self._hosts[url.host_key]
             self._enqueue(host, url)
             self._reschedule(host)
-            promoted += 1
-        return promoted
+        return len(promoted)
 
     def next_due_at(self) -> float | None:
-        due = self._due
-        while due:
-            at, _, url_id = due[0]
-            url = self._by_id[url_id]
-            if url is not None and url.next_fetch_at == at:
-                return at
-            heapq.heappop(due)
-        return None
+        return self._due.next_at()
 
     def _count_day(self, host: MemHost, now: float, rejections: dict[str, int]) -> None:
         """The per-day page budget: at the cap the host waits for the next UTC day."""
@@ -452,7 +374,7 @@ class MemoryFrontier:
             self._move_clock(active.host, now + self._limits.lost_lease_gap)
             self._return(lease_id, active, tried=True)
             expired += 1
-        if len(expiry) > _COMPACT_FACTOR * len(self._active) + _COMPACT_MIN:
+        if len(expiry) > COMPACT_FACTOR * len(self._active) + COMPACT_MIN:
             self._expiry = [e for e in expiry if e[2] in self._active]
             heapq.heapify(self._expiry)
         return expired
@@ -471,7 +393,7 @@ class MemoryFrontier:
     # ------------------------------------------------------------------------------ inspection
 
     def next_ready_at(self) -> float | None:
-        return min((at for _, at, _ in self._ready_heads(float("inf"))), default=None)
+        return self._ready.next_ready_at()
 
     def in_flight(self) -> int:
         return len(self._active)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from crawlspace.frontier.budgets import DiscoveryWindow
 from crawlspace.frontier.states import UrlState
-from crawlspace.records import RobotsRecord
+from crawlspace.records import Lease, LeaseKind, RobotsRecord
 
 NEVER = float("-inf")
 
@@ -93,3 +93,40 @@ class Active:
 def _stale(entry: tuple[int, int, int], urls: list[MemUrl | None]) -> bool:
     url = urls[entry[2]]
     return url is None or url.queue_seq != entry[1] or url.state is not UrlState.QUEUED
+
+
+def robots_lease(lease_id: str, host_key: str, robots_url: str, expires_at: float) -> Lease:
+    return Lease(
+        kind=LeaseKind.ROBOTS,
+        lease_id=lease_id,
+        host_key=host_key,
+        url=robots_url,
+        url_id=0,
+        version=0,
+        attempt=1,
+        depth=0,
+        redirect_hops=0,
+        expires_at=expires_at,
+    )
+
+
+def page_lease(lease_id: str, host_key: str, url: MemUrl, expires_at: float) -> Lease:
+    """The lease of ``url`` (already marked leased), with the recrawl state it carries."""
+    return Lease(
+        kind=LeaseKind.PAGE,
+        lease_id=lease_id,
+        host_key=host_key,
+        url=url.url,
+        url_id=url.url_id,
+        version=url.version,
+        attempt=url.attempts,
+        depth=url.depth,
+        redirect_hops=url.redirect_hops,
+        expires_at=expires_at,
+        etag=url.etag,
+        last_modified=url.last_modified,
+        crawl_delay=None,
+        revisit_interval=url.revisit_interval,
+        content_hash=url.content_hash,
+        changefreq=url.changefreq,
+    )
