@@ -324,21 +324,34 @@ class Visitor:
         if not 200 <= status < 300:
             return completion, None
         if is_sitemap_response(lease.source, response.header("content-type")):
-            # Its URLs enter like links, through the same admission (discovery/sitemaps.py).
-            admission, completion.reason = admit_parsed_sitemap(
-                self.discovery,
-                await self.pools.in_thread(read_sitemap, response.body),  # off the event loop
-                url=lease.url,
-                depth=lease.depth,
-                max_sitemap_depth=self.config.max_sitemap_depth,
-                cut_in_transfer=response.truncated,
-                now=response.started_at,
-            )
-            completion.links = admission.links
-            completion.discovered = admission.candidates
-            completion.excluded = admission.excluded
-            completion.rejections = dict(admission.rejections)
+            await self._sitemap_links(lease, response, completion)
             return completion, None
+        return await self._page_links(lease, response, completion)
+
+    async def _sitemap_links(
+        self, lease: Lease, response: FetchResponse, completion: Completion
+    ) -> None:
+        """A sitemap's URLs enter like links, through the same admission
+        (discovery/sitemaps.py)."""
+        admission, completion.reason = admit_parsed_sitemap(
+            self.discovery,
+            await self.pools.in_thread(read_sitemap, response.body),  # off the event loop
+            url=lease.url,
+            depth=lease.depth,
+            max_sitemap_depth=self.config.max_sitemap_depth,
+            cut_in_transfer=response.truncated,
+            now=response.started_at,
+        )
+        completion.links = admission.links
+        completion.discovered = admission.candidates
+        completion.excluded = admission.excluded
+        completion.rejections = dict(admission.rejections)
+
+    async def _page_links(
+        self, lease: Lease, response: FetchResponse, completion: Completion
+    ) -> tuple[Completion, ProcessedContent | None]:
+        """Parse the page with its MIME type's processor (in a parse worker when there are
+        some) and admit its links."""
         processor = self.processors.for_content_type(response.header("content-type"))
         if processor is None:
             return completion, None

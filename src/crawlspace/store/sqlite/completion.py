@@ -142,7 +142,7 @@ def _take_links(
         completion,
         admitted=admitted,
         over_host_budget=over_host_budget,
-        budgets=store.budgets,
+        limits=store.limits,
     )
     created = set(admitted) if counted_at_insert else set()
     ranking.pass_on(db, cash, [c.url for c in completion.discovered if c.url not in created])

@@ -69,11 +69,6 @@ class SqliteStore(RecordsDelegate):
             raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
         # Trap budgets and recrawl policy (store/sqlite/traps.py, sqlite/revisit.py); the crawl
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
-        self.budgets = sqlite_traps.StoreBudgets(
-            self.limits.discovery_window,
-            self.limits.discovery_trap_ratio,
-            self.limits.trap_priority_penalty,
-        )
         self.ranking = sqlite_priority.Ranking(self.limits.priority_rules())
         self._band_tally: dict[int, list[int]] = {}
         # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.

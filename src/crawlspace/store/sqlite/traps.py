@@ -18,18 +18,9 @@ from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_wi
 from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 
-__all__ = ["StoreBudgets", "account_discovery", "apply_budgets", "new_urls", "trap_stats"]
+__all__ = ["account_discovery", "apply_budgets", "new_urls", "trap_stats"]
 
 _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay far below
-
-
-@dataclass(frozen=True, slots=True)
-class StoreBudgets:
-    """The discovery-ratio window (the store builds it from its FrontierLimits)."""
-
-    discovery_window: int = 20
-    discovery_trap_ratio: float = 1.0
-    trap_priority_penalty: int = 100
 
 
 HostIds = Callable[[sqlite3.Connection, str], int]
@@ -112,7 +103,7 @@ def _count_day(
 
 
 def _advance_discovery(
-    db: sqlite3.Connection, host_id: int, found: int, budgets: StoreBudgets
+    db: sqlite3.Connection, host_id: int, found: int, limits: FrontierLimits
 ) -> bool:
     row = db.execute(
         "SELECT pages, new_urls, last_ratio, flagged FROM host_discovery WHERE host_id = ?",
@@ -122,7 +113,7 @@ def _advance_discovery(
         DiscoveryWindow() if row is None else DiscoveryWindow(row[0], row[1], row[2], bool(row[3]))
     )
     state = advance_window(
-        state, found, window=budgets.discovery_window, min_ratio=budgets.discovery_trap_ratio
+        state, found, window=limits.discovery_window, min_ratio=limits.discovery_trap_ratio
     )
     db.execute(
         "INSERT OR REPLACE INTO host_discovery (host_id, pages, new_urls, last_ratio, flagged)"
@@ -165,7 +156,7 @@ def account_discovery(
     *,
     admitted: Sequence[str],
     over_host_budget: int,
-    budgets: StoreBudgets,
+    limits: FrontierLimits,
 ) -> None:
     """After a fetched page's links are added: its host's discovery window counts the new URLs
     (``admitted``: the rows just queued, so no lookup repeats the seen test; plus those new
@@ -174,8 +165,8 @@ def account_discovery(
     if completion.fetch is None or completion.state != "fetched":
         return
     found = len(admitted) + over_host_budget
-    flagged = _advance_discovery(db, host_id, found, budgets)
-    penalty = budgets.trap_priority_penalty
+    flagged = _advance_discovery(db, host_id, found, limits)
+    penalty = limits.trap_priority_penalty
     if flagged and penalty and admitted:
         same_host = {c.url for c in completion.discovered if c.host_key == lease.host_key}
         db.executemany(
