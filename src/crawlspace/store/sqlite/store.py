@@ -25,7 +25,6 @@ from crawlspace.store.sqlite import front as sqlite_front
 from crawlspace.store.sqlite import lease as sqlite_lease
 from crawlspace.store.sqlite import priority as sqlite_priority
 from crawlspace.store.sqlite import revisit as sqlite_revisit
-from crawlspace.store.sqlite import traps as sqlite_traps
 from crawlspace.store.sqlite.completion import complete_page
 from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate
 

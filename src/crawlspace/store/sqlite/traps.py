@@ -11,7 +11,6 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
