@@ -43,6 +43,18 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="gap after a fetch = max(min-delay, factor x its duration) (default 10)",
     )
+    add(
+        "--max-in-flight-per-ip",
+        type=int,
+        metavar="N",
+        help="requests in flight to one server address, whatever its host names (default 4)",
+    )
+    add(
+        "--min-delay-per-ip",
+        type=float,
+        metavar="SECONDS",
+        help="minimum seconds between requests to one server address (default 0)",
+    )
     add("--concurrency", type=int, help="total fetches in flight")
     add("--duration", type=float, metavar="SECONDS", help="stop gracefully after this long")
     add(
@@ -100,6 +112,8 @@ def _overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any
         "max_url_length": args.max_url_length,
         "min_delay": args.min_delay,
         "delay_factor": args.delay_factor,
+        "max_in_flight_per_ip": args.max_in_flight_per_ip,
+        "min_delay_per_ip": args.min_delay_per_ip,
         "concurrency": args.concurrency,
         "duration": args.duration,
         "continuous": True if args.continuous else None,

@@ -69,6 +69,10 @@ class CrawlConfig:
     min_delay: float = 1.0
     delay_factor: float = 10.0
     max_in_flight_per_host: int = 1
+    # Per server address (frontier/addresses.py): requests in flight to one IP, whatever host
+    # names it serves, and the seconds between the end of one and the start of the next.
+    max_in_flight_per_ip: int = 4
+    min_delay_per_ip: float = 0.0
     concurrency: int = 32
     parse_workers: int = 2  # parse worker processes (crawl/stages.py)
     # "asyncio" (the stdlib loop) or "uvloop" (libuv; pip install 'crawlspace[uvloop]').
@@ -199,6 +203,7 @@ class CrawlConfig:
             raise ConfigError(f"metrics_port must be 0-65535 (got {self.metrics_port})")
         for name in (
             "min_delay",
+            "min_delay_per_ip",
             "delay_factor",
             "connect_timeout",
             "read_timeout",
@@ -211,6 +216,7 @@ class CrawlConfig:
             "max_url_length",
             "concurrency",
             "max_in_flight_per_host",
+            "max_in_flight_per_ip",
             "max_redirects",
             "max_attempts",
             "max_throttled_attempts",

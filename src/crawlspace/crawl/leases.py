@@ -18,6 +18,7 @@ from pathlib import Path
 
 from crawlspace.clock import Clock
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl.addresses import AddressBusyError
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.visit import LeaseTooShortError, Visitor, robots_retrying
@@ -73,6 +74,7 @@ class LeaseTally:
     bytes_done: int = 0
     errors: int = 0
     leases_too_late: int = 0  # visits whose lease would have expired mid-fetch (not sent)
+    address_waits: int = 0  # leases given back because their server's address was busy
     fatal_error: str | None = None
 
 
@@ -120,6 +122,10 @@ class LeaseRunner:
                 return
             completion = await visitor.visit_page(lease, record, rules)
             await self.commit(lease, completion)
+        except AddressBusyError as busy:
+            # Nothing was sent: the lease goes back and its host waits for the address.
+            self.tally.address_waits += 1
+            self._store.release(lease, self._now(), not_before=busy.retry_at)
         except LeaseTooShortError:
             # Nothing was sent. If the lease has expired and the host is another's now, the
             # store refuses this release as stale; otherwise the URL goes back to its queue.

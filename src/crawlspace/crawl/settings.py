@@ -40,6 +40,7 @@ PER_RUN: Final = frozenset(
 _LESS_POLITE_WHEN_LOWER: Final = frozenset(
     {
         "min_delay",
+        "min_delay_per_ip",
         "delay_factor",
         "max_crawl_delay",
         "backoff_base",
@@ -50,7 +51,13 @@ _LESS_POLITE_WHEN_LOWER: Final = frozenset(
     }
 )
 _LESS_POLITE_WHEN_HIGHER: Final = frozenset(
-    {"max_in_flight_per_host", "host_pause_after", "max_attempts", "max_throttled_attempts"}
+    {
+        "max_in_flight_per_host",
+        "max_in_flight_per_ip",
+        "host_pause_after",
+        "max_attempts",
+        "max_throttled_attempts",
+    }
 )
 _DEFAULTS: Final = CrawlConfig()
 

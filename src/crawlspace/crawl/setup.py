@@ -21,6 +21,7 @@ from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
 from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.errors import OutputDirError
+from crawlspace.frontier.addresses import AddressPolicy
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite.readonly import read_meta
@@ -48,6 +49,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         trap_priority_penalty=config.trap_priority_penalty,
         front=config.front_queues(),
         aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
+        address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from crawlspace.archive.warc import WarcWriter
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl.addresses import AddressGate
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
     REDIRECT_STATUSES,
@@ -78,10 +79,12 @@ class Visitor:
         *,
         processors: ProcessorRegistry,
         pools: StagePools,
+        gate: AddressGate | None = None,
         rand: Callable[[], float] = random.random,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.pools = pools
+        self.gate = gate  # per server address tokens (crawl/addresses.py); None: none
         self.now = now  # the lease clock (lease.expires_at is on it)
         self.config = config
         self.transport = transport
@@ -119,6 +122,14 @@ class Visitor:
         )
         return location.file, location.offset, location.length
 
+    async def _fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
+        """One request, holding its server address's token while it runs (AddressBusyError
+        when the address has none free: nothing is sent)."""
+        if self.gate is None:
+            return await self.transport.fetch(request)
+        async with self.gate.hold(lease, request.url):
+            return await self.transport.fetch(request)
+
     def _check_lease(self, lease: Lease) -> None:
         """Refuse to start a request that could outlive its lease.
 
@@ -143,13 +154,14 @@ class Visitor:
         while True:
             self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
             try:
-                response = await self.transport.fetch(
+                response = await self._fetch(
+                    lease,
                     FetchRequest(
                         url,
                         max_body_bytes=self.config.robots_max_bytes,
                         # Decoded too: the record is stored and cached in memory per host.
                         max_decompressed_bytes=self.config.robots_max_bytes,
-                    )
+                    ),
                 )
             except BlockedAddressError as exc:
                 # Not a transient failure: our own policy forbids the host, so give up at once
@@ -243,8 +255,8 @@ class Visitor:
         try:
             # sitemaps.org allows 50 MiB per sitemap, more than an ordinary page's limit.
             limit = MAX_SITEMAP_BYTES if lease.source == SITEMAP_SOURCE else None
-            response = await self.transport.fetch(
-                FetchRequest(lease.url, headers=headers, max_body_bytes=limit)
+            response = await self._fetch(
+                lease, FetchRequest(lease.url, headers=headers, max_body_bytes=limit)
             )
         except BlockedAddressError as exc:
             log.warning("refused %s: %s", lease.url, exc)

@@ -294,6 +294,22 @@ class AiohttpTransport:
             self._session = None
         await self._resolver.close()
 
+    async def address_of(self, url: str) -> str | None:
+        """The first address the resolver allows, which aiohttp tries first; the lookup is
+        cached, so the fetch that follows resolves from the same answer."""
+        try:
+            parsed = self._checked_url(url)
+        except FetchError:
+            return None
+        host = parsed.host or ""
+        if parse_ip(host) is not None:
+            return host
+        try:
+            resolved = await self._resolver.resolve(host, parsed.port or 0)
+        except FetchError:
+            return None  # the fetch meets the same error and records it
+        return resolved[0].address if resolved else None
+
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         url = self._checked_url(request.url)
         peer: list[str] = []

@@ -68,6 +68,11 @@ class FetchResponse:
 class Transport(Protocol):
     async def fetch(self, request: FetchRequest) -> FetchResponse: ...
 
+    async def address_of(self, url: str) -> str | None:
+        """The server address a fetch of ``url`` would connect to (per-address politeness,
+        frontier/addresses.py), or None when it cannot tell (the fetch then says why)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -113,6 +118,9 @@ class HandlerTransport:
         if inspect.isawaitable(result):
             return await result
         return result
+
+    async def address_of(self, url: str) -> str | None:
+        return None  # no network: no server address to share
 
     async def close(self) -> None:
         self.closed = True

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from crawlspace.frontier.addresses import AddressPolicy
 from crawlspace.frontier.budgets import KeyedBudget
 from crawlspace.frontier.front_queues import FrontQueues
 from crawlspace.frontier.priority import PriorityRules
@@ -45,6 +46,8 @@ class FrontierLimits:
     aopic_tax: float | None = None
     # Cross-host order: the front band of each host's best URL, with aging (front_queues.py).
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
+    # Per server address: in-flight tokens and gap (frontier/addresses.py).
+    address: AddressPolicy = AddressPolicy()  # noqa: RUF009 - frozen, so sharing is safe
 
     def priority_rules(self) -> PriorityRules:
         """The link-driven priority rules these limits carry (in-links, or AOPIC's tax)."""
@@ -84,8 +87,21 @@ class Frontier(Protocol):
         """Finish a page lease. Idempotent: a stale/duplicate completion returns False."""
         ...
 
-    def release(self, lease: Lease, now: float) -> bool:
-        """Give a lease back unused (shutdown): URL queued again, host clock unchanged."""
+    def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
+        """Give a lease back unused (shutdown): URL queued again, host clock unchanged, or
+        moved to ``not_before`` when later (a lease its server's address could not take)."""
+        ...
+
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        """Hold a token of the server ``address`` for the lease ``holder`` until it is given
+        back or ``expires_at`` passes: None when granted, else when to try again
+        (frontier/addresses.py)."""
+        ...
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        """The holder's address token back; the address's gap starts at ``ended``."""
         ...
 
     def expire_leases(self, now: float) -> int:

@@ -76,8 +76,16 @@ class SharedStore(RecordsDelegate):
         self._last_now = now
         return self.frontier.lease(now, limit, lease_seconds)
 
-    def release(self, lease: Lease, now: float) -> bool:
-        return self.frontier.release(lease, now)
+    def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
+        return self.frontier.release(lease, now, not_before)
+
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        return self.frontier.take_address(address, holder, now, expires_at)
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        self.frontier.give_address(address, holder, ended)
 
     def expire_leases(self, now: float) -> int:
         self._last_now = now

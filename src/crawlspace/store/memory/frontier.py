@@ -18,6 +18,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 
+from crawlspace.frontier.addresses import AddressTokens
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
 from crawlspace.frontier.states import UrlState, check_transition
@@ -73,6 +74,7 @@ class MemoryFrontier:
         self._lease_ids = itertools.count(1)
         self._queued = 0
         self._links = LinkPolicy(limits, self._reprioritize)
+        self._addresses = AddressTokens(limits.address)  # per server address (addresses.py)
 
     # ----------------------------------------------------------------------------- admission
 
@@ -354,12 +356,21 @@ class MemoryFrontier:
         self._reschedule(active.host)
         return True
 
-    def release(self, lease: Lease, now: float) -> bool:
+    def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
         active = self._current(lease, lease.kind)
         if active is None:
             return False
+        self._move_clock(active.host, not_before)
         self._return(lease.lease_id, active, tried=False)
         return True
+
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        return self._addresses.take(address, holder, now, expires_at)
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        self._addresses.give(address, holder, ended)
 
     def expire_leases(self, now: float) -> int:
         expired = 0
@@ -387,7 +398,10 @@ class MemoryFrontier:
             url.state = UrlState.QUEUED
             if not tried:
                 url.attempts -= 1
-            self._enqueue(active.host, url)
+            # Back in its old place (its leased entry was popped, so its seq is free again),
+            # as the other engines keep it: ahead of URLs of its priority queued after it.
+            active.host.push(url, url.queue_seq)
+            self._queued += 1
         self._reschedule(active.host)
 
     # ------------------------------------------------------------------------------ inspection

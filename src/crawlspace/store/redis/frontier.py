@@ -20,6 +20,7 @@ failover of those shards cannot lose them either.
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -204,7 +205,7 @@ class RedisFrontier(ScriptRunner):
             )
         )
 
-    def release(self, lease: Lease, now: float) -> bool:
+    def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
         return 1 == int(  # noqa: SIM300 - the script's status code first reads best
             self._run_indexed(
                 "release",
@@ -216,8 +217,29 @@ class RedisFrontier(ScriptRunner):
                 lease.version,
                 lease.epoch,
                 self.limits.max_in_flight_per_host,
+                "" if not_before is None else num(not_before),
             )
         )
+
+    # -- per server address, in the address's own slot (lua/address.lua) ---------------------
+
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        prefix = f"{{{self.namespace}:a:{address}}}:"
+        policy = self.limits.address
+        args = (prefix, "take", holder, num(now), num(expires_at), policy.max_in_flight)
+        reply = self.run_key("address", prefix + "h", args)
+        if int(reply[0]) == 1:
+            return None
+        next_at = float(reply[2]) if reply[2] else float("-inf")
+        return policy.retry_at(now, next_at, busy=int(reply[1]) == 1)
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        prefix = f"{{{self.namespace}:a:{address}}}:"
+        gap = self.limits.address.min_gap
+        next_at = num(ended + gap) if gap > 0 else ""
+        self.run_key("address", prefix + "h", (prefix, "give", holder, next_at, math.ceil(gap) + 1))
 
     def expire_leases(self, now: float) -> int:
         at = num(now)

@@ -42,6 +42,7 @@ _SCRIPTS = (
     "budget",
     "exclude",
     "cash",
+    "address",
 )
 _READ_SCRIPTS = ("count_urls", "read_urls")
 # Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout.

@@ -17,6 +17,7 @@ from pathlib import Path
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
+from crawlspace.frontier.addresses import AddressTokens
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite import dedup as sqlite_dedup
@@ -70,6 +71,7 @@ class SqliteStore(RecordsDelegate):
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
         self.ranking = sqlite_priority.Ranking(self.limits.priority_rules())
         self._band_tally: dict[int, list[int]] = {}
+        self._addresses = AddressTokens(self.limits.address)
         # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.
         self._pages_done: int | None = None
         self._bytes_done: int | None = None
@@ -181,16 +183,16 @@ class SqliteStore(RecordsDelegate):
             given.rejections, given.discovered = done.rejections, done.discovered
         return results
 
-    def release(self, lease: Lease, now: float) -> bool:
-        return self._give_back(lease, now, tried=False)
-
-    def _give_back(self, lease: Lease, now: float, *, tried: bool) -> bool:
+    def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
+        """The lease back unused; its host's clock moves to ``not_before`` when later."""
+        hold = -1.0 if not_before is None else not_before
         with self._transaction() as db:
             if lease.kind is LeaseKind.ROBOTS:
                 cur = db.execute(
                     "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
-                    " robots_lease_expires_at = NULL WHERE host_key = ? AND robots_lease_id = ?",
-                    (lease.host_key, lease.lease_id),
+                    " robots_lease_expires_at = NULL, next_allowed_at = MAX(next_allowed_at, ?)"
+                    " WHERE host_key = ? AND robots_lease_id = ?",
+                    (hold, lease.host_key, lease.lease_id),
                 )
                 return cur.rowcount == 1
             host_id = self.current_page_lease(db, lease)
@@ -198,14 +200,25 @@ class SqliteStore(RecordsDelegate):
                 return False
             db.execute(
                 "UPDATE urls SET state = 'queued', lease_id = NULL, lease_expires_at = NULL,"
-                " attempts = attempts - ?, updated_at = ? WHERE id = ?",
-                (0 if tried else 1, now, lease.url_id),
+                " attempts = attempts - 1, updated_at = ? WHERE id = ?",
+                (now, lease.url_id),
             )
             db.execute(
-                "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + 1 WHERE id = ?",
-                (host_id,),
+                "UPDATE hosts SET in_flight = in_flight - 1, queued = queued + 1,"
+                " next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
+                (hold, host_id),
             )
         return True
+
+    # -- per server address: one owner, so in memory (frontier/addresses.py) ------------------
+
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        return self._addresses.take(address, holder, now, expires_at)
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        self._addresses.give(address, holder, ended)
 
     def expire_leases(self, now: float) -> int:
         return self._return_leases(now, now)

@@ -1,0 +1,88 @@
+"""Politeness per server address: at most N requests in flight to one IP, and a gap between them.
+
+A host's token bounds what one host name gets; a server that hosts a thousand names (virtual
+hosts, a CDN edge, a shared blog platform) would still get a thousand requests at once. So every
+request also holds a token of the address it connects to (BUbiNG keeps host and IP politeness
+together the same way; Heritrix users ask for it as "queue groups"). Pure: callers pass ``now``.
+
+The rule, the same on every engine (the embedded ones keep ``AddressTokens`` in memory, since
+one process owns their crawl; a shared frontier keeps the same state in Redis, lua/address.lua):
+
+- ``take``: granted while fewer than ``max_in_flight`` live holders hold the address and its
+  gap has passed. A holder is live until it gives the token back or its lease expires, so a
+  killed worker's tokens lapse with its leases. Refused, it says when to try again.
+- ``give``: the holder's token back; the address's next start moves to ``ended + min_gap``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# How long a lease refused by a busy address waits before its host is tried again: long enough
+# not to spin on a crowded server, short against the politeness gaps that space each host.
+BUSY_RETRY = 0.25
+_SWEEP_EVERY = 4096  # gives between sweeps of idle addresses
+
+
+@dataclass(frozen=True, slots=True)
+class AddressPolicy:
+    max_in_flight: int = 4
+    min_gap: float = 0.0
+
+    def retry_at(self, now: float, next_allowed_at: float, busy: bool) -> float:
+        """When a refused take may succeed: after the gap, or a short wait for a free token."""
+        return max(next_allowed_at, now + BUSY_RETRY) if busy else next_allowed_at
+
+
+@dataclass(slots=True)
+class _Address:
+    holders: dict[str, float] = field(default_factory=dict)  # holder -> expires_at
+    next_allowed_at: float = float("-inf")
+
+
+class AddressTokens:
+    """The address tokens of one crawl, in memory (the embedded engines' implementation)."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+        self._addresses: dict[str, _Address] = {}
+        self._gives = 0
+
+    def take(self, address: str, holder: str, now: float, expires_at: float) -> float | None:
+        """Hold a token of ``address`` until ``give`` or ``expires_at``: None when granted,
+        else the time to try again."""
+        state = self._addresses.setdefault(address, _Address())
+        for other, expiry in list(state.holders.items()):
+            if expiry <= now:
+                del state.holders[other]  # a lease that expired: its token lapsed with it
+        if holder in state.holders:
+            return None  # already held: taking twice is one token
+        busy = len(state.holders) >= self.policy.max_in_flight
+        if busy or state.next_allowed_at > now:
+            return self.policy.retry_at(now, state.next_allowed_at, busy)
+        state.holders[holder] = expires_at
+        return None
+
+    def give(self, address: str, holder: str, ended: float) -> None:
+        state = self._addresses.get(address)
+        if state is None or state.holders.pop(holder, None) is None:
+            return  # not held (lapsed, or given already): nothing to give back
+        state.next_allowed_at = max(state.next_allowed_at, ended + self.policy.min_gap)
+        self._gives += 1
+        if self._gives % _SWEEP_EVERY == 0:
+            self._sweep(ended)
+
+    def _sweep(self, now: float) -> None:
+        """Forget idle addresses whose gap has passed: memory must not grow with the addresses
+        a crawl has seen (a forgotten address is as free as a new one)."""
+        idle = [
+            address
+            for address, state in self._addresses.items()
+            if state.next_allowed_at <= now and all(e <= now for e in state.holders.values())
+        ]
+        for address in idle:
+            del self._addresses[address]
+
+    def in_flight(self, address: str) -> int:
+        state = self._addresses.get(address)
+        return len(state.holders) if state else 0
