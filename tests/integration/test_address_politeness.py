@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.demo.webfarm import LoggedRequest, Response, Site, WebFarm, html, max_concurrency
+from crawlspace.ops.report import crawl_stats
 from tests.redis_servers import RedisDeployment, start_cluster
 from tests.workers import cli, crawl_with_workers
 
@@ -72,8 +73,10 @@ def test_a_single_crawl_holds_the_address_limit(tmp_path: Path) -> None:
         assert farm.wait_idle()
         requests = farm.requests_for("shared")
     assert_address_polite(requests)
-    # The limit was what bounded it: more than one request was in flight at times.
+    # The limit was what bounded it: more than one request was in flight at times, and leases
+    # that found the address busy were given back (counted in `crawlspace stats`).
     assert max_concurrency(requests) == PER_IP
+    assert crawl_stats(tmp_path / "out")["recovery"]["address.deferred"] > 0
 
 
 def test_four_workers_hold_the_address_limit_together(

@@ -243,6 +243,7 @@ class Crawler:
                 await transport.close()
             pools.close()
             warc.close()
+            self.leases.flush_counts()
             self.telemetry.close(self.clock.now())
             self.store.set_meta("last_run_ended_at", str(self.clock.now()))
         return CrawlSummary(
@@ -302,6 +303,7 @@ class Crawler:
                 break
             if now - last_expire >= min(EXPIRE_EVERY, config.lease_seconds / 4):
                 self.telemetry.on_expired(self.store.expire_leases(now))
+                self.leases.flush_counts()
                 last_expire = now
             if config.continuous and now - last_promote >= PROMOTE_EVERY:
                 self.store.promote_due(now)  # due revisits join their host queues

@@ -106,9 +106,18 @@ class LeaseRunner:
         self._request_stop = request_stop
         self.robots = RobotsCache(parts.store)
         self.tally = LeaseTally()
+        self._flushed_waits = 0
 
     def _now(self) -> float:
         return self._parts.clock.now()
+
+    def flush_counts(self) -> None:
+        """Add what was counted in memory since the last flush to the store's counters (in
+        batches: a deferral per lease would be a transaction per lease)."""
+        deferred = self.tally.address_waits - self._flushed_waits
+        if deferred:
+            self._store.bump_counters({"address.deferred": deferred})
+            self._flushed_waits = self.tally.address_waits
 
     async def run(self, visitor: Visitor, lease: Lease) -> None:
         try:
