@@ -48,6 +48,7 @@ _LESS_POLITE_WHEN_LOWER: Final = frozenset(
         "retry_delay",
         "host_pause_seconds",
         "robots_retry_delay",
+        "robots_min_cache_seconds",  # robots.txt refetched more often
     }
 )
 _LESS_POLITE_WHEN_HIGHER: Final = frozenset(

@@ -48,6 +48,7 @@ from crawlspace.robots.policy import (
     DISALLOW_ALL,
     REDIRECT,
     UNAVAILABLE_ERROR,
+    CacheHeaders,
     RobotsPolicy,
     after_redirects,
     classify_status,
@@ -103,7 +104,10 @@ class Visitor:
         )
         self.rand = rand
         self.robots_policy = RobotsPolicy(
-            config.robots_cache_seconds, config.robots_retry_delay, config.robots_max_attempts
+            config.robots_cache_seconds,
+            config.robots_retry_delay,
+            config.robots_max_attempts,
+            config.robots_min_cache_seconds,
         )
 
     async def _archive(self, response: FetchResponse) -> tuple[str, int, int]:
@@ -150,6 +154,7 @@ class Visitor:
         body = b""
         error: str | None = None
         retry_after: float | None = None
+        cache: CacheHeaders | None = None
         hops = 0
         while True:
             self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
@@ -183,6 +188,7 @@ class Visitor:
                 break
             await self._archive(response)
             status, body = response.status, response.body
+            cache = cache_headers(response)  # the final response's: the one that answers
             if status in RETRY_STATUSES:
                 retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
             if classify_status(status) != REDIRECT:
@@ -204,6 +210,7 @@ class Visitor:
             started=started,
             ended=time.time(),
             retry_after=retry_after,
+            cache=cache,
         )
 
     def robots_outcome(
@@ -217,12 +224,14 @@ class Visitor:
         started: float,
         ended: float,
         retry_after: float | None = None,
+        cache: CacheHeaders | None = None,
     ) -> RobotsVisit:
         """The record and the host's next start after a robots.txt visit (``status`` None: no
-        answer, with ``error`` saying why); also how the crawl records a visit that raised."""
+        answer, with ``error`` saying why; ``cache``: the response's caching headers, which
+        set how long an answer is kept); also how the crawl records a visit that raised."""
         # The body may be cut at robots_max_bytes; RFC 9309 §2.5 lets us parse what we have.
         record = self.robots_policy.record_for(
-            lease.host_key, status, body, ended, previous=previous, error=error
+            lease.host_key, status, body, ended, previous=previous, error=error, cache=cache
         )
         crawl_delay = None
         if record.outcome == "rules":
@@ -234,6 +243,8 @@ class Visitor:
         if robots_retrying(record):
             # Unreachable robots.txt: nothing may be fetched until the retry, so wait for it.
             next_allowed = max(next_allowed, record.expires_at)
+        # A short HTTP lifetime must not outrun the host's own gap, or it never gets a page.
+        record = self.robots_policy.outlasting(record, next_allowed, next_allowed - ended)
         return RobotsVisit(record, next_allowed)
 
     # -- pages -------------------------------------------------------------------------------
@@ -402,6 +413,16 @@ class Visitor:
 
 # robots.txt failures after which the host's URLs are excluded instead of waiting for a retry.
 FINAL_ROBOTS_ERRORS = frozenset({UNAVAILABLE_ERROR, BlockedAddressError.reason})
+
+
+def cache_headers(response: FetchResponse) -> CacheHeaders:
+    """The header fields that say how long ``response`` may be kept (robots/policy.py)."""
+    return CacheHeaders(
+        tuple(response.header_values("cache-control")),
+        response.header("expires"),
+        response.header("date"),
+        response.header("age"),
+    )
 
 
 def robots_retrying(record: RobotsRecord) -> bool:
