@@ -68,7 +68,8 @@ def _crawl_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="CIDR",
-        help="allow fetching from this network, e.g. 127.0.0.0/8 (repeatable)",
+        help="allow fetching from this network, e.g. 127.0.0.0/8 (repeatable); on its addresses"
+        " only the seeds' host:port and --allow-host entries are in scope",
     )
     add(
         "--resolve",

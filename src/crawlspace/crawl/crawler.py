@@ -29,6 +29,7 @@ from crawlspace.crawl.leases import CrawlParts, LeaseRunner
 from crawlspace.crawl.setup import (
     SETTINGS_KEY,
     OutDirLock,
+    crawl_scope,
     frontier_limits,
     link_discovery,
     open_sqlite_store,
@@ -37,7 +38,6 @@ from crawlspace.crawl.setup import (
 from crawlspace.crawl.stages import StagePools
 from crawlspace.crawl.visit import Visitor
 from crawlspace.discovery.links import UrlFilter
-from crawlspace.discovery.scope import Scope
 from crawlspace.discovery.sitemaps import admit_declared_sitemaps
 from crawlspace.errors import ConfigError
 from crawlspace.fetch.transport import Transport
@@ -112,7 +112,7 @@ class Crawler:
             self.store = open_sqlite_store(config, self.out_dir / "crawl.db")
         if settings is not None:
             self.store.set_meta(SETTINGS_KEY, settings)
-        self.scope = Scope(config.scope, self.store.seed_urls(), config.allow_hosts)
+        self.scope = crawl_scope(config, self.store.seed_urls())
         self.discovery = link_discovery(config, self.scope, filters)
         self._stop_reason: str | None = None
         self._wake = asyncio.Event()

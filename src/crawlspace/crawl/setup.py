@@ -10,7 +10,7 @@ import contextlib
 import fcntl
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
@@ -62,6 +62,13 @@ def open_sqlite_store(config: CrawlConfig, path: Path) -> SqliteStore:
         near_index=NearDuplicateIndex(config.near_duplicate_bits, config.near_duplicate_max_pages),
         background_checkpoints=True,
     )
+
+
+def crawl_scope(config: CrawlConfig, seeds: Iterable[str]) -> Scope:
+    """The crawl's scope. ``allow_nets`` is passed too: an address only it opens is in scope on
+    the seeds' host:port pairs and ``allow_hosts`` entries alone (discovery/scope.py). Built
+    here for ``crawl``, ``seed`` and ``worker`` alike, so all of them admit the same URLs."""
+    return Scope(config.scope, seeds, config.allow_hosts, config.allow_nets)
 
 
 def link_discovery(config: CrawlConfig, scope: Scope, filters: Sequence[UrlFilter]) -> Discovery:

@@ -194,9 +194,8 @@ class Visitor:
             if classify_status(status) != REDIRECT:
                 break
             hops += 1
-            location = response.header("location")
-            target = normalize(location, url) if location else None
-            if target is None or after_redirects(hops, self.config.max_redirects) is not None:
+            target = self._robots_hop(lease, url, response, hops)
+            if target is None:
                 break
             url = target
             # Every hop is a request: the next one waits the politeness gap, as a page would.
@@ -212,6 +211,23 @@ class Visitor:
             retry_after=retry_after,
             cache=cache,
         )
+
+    def _robots_hop(self, lease: Lease, url: str, response: FetchResponse, hops: int) -> str | None:
+        """Where a robots.txt redirect leads, or None to stop following: the 3xx then stands,
+        which robots/policy.py reads as allow-all, as it does after too many hops."""
+        location = response.header("location")
+        target = normalize(location, url) if location else None
+        if target is None or after_redirects(hops, self.config.max_redirects) is not None:
+            return None
+        # These hops bypass link admission (RFC 9309 lets robots.txt move across hosts), but
+        # opt-ins stay narrow (#18): robots.txt must not lead to another port of an opted-in
+        # address any more than a link may.
+        if self.discovery.scope.opt_in_reason(target) is not None:
+            log.warning(
+                "not following %s's robots.txt redirect to %s: scope", lease.host_key, target
+            )
+            return None
+        return target
 
     def robots_outcome(
         self,
