@@ -93,7 +93,7 @@ class CrawlConfig:
     # tried again after the wait, up to this many tries in all (then it fails as "throttled").
     max_throttled_attempts: int = 10
     # A lease lives total_timeout + this long before it expires; a visit that has not sent its
-    # request within this long of the grant gives the lease back unfetched (crawl/visit.py).
+    # request within this long of the grant gives the lease back unfetched (crawl/visit_parts.py).
     lease_grace: float = 60.0
     # Backoff (frontier/backoff.py): 429/503 without Retry-After, failure retries, host pauses.
     backoff_base: float = 5.0

@@ -21,7 +21,9 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressBusyError
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
-from crawlspace.crawl.visit import LeaseTooShortError, Visitor, robots_retrying
+from crawlspace.crawl.robots_visit import robots_retrying
+from crawlspace.crawl.visit import Visitor
+from crawlspace.crawl.visit_parts import LeaseTooShortError
 from crawlspace.faults import crash_point, drop_ack
 from crawlspace.frontier.revisit import plan_revisit
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord

@@ -1,22 +1,17 @@
 """One lease, one visit: fetch robots.txt or a page, archive it, parse it, and say how it ended.
 
-The functions here do the I/O of a single visit (transport, WARC) and return what the store must
-commit; they never touch the store, so the commit stays one transaction in ``crawl/crawler.py``.
+The visits do the I/O of a single lease (transport, WARC) and return what the store must commit;
+they never write the store (a request only takes its address token there, crawl/addresses.py),
+so the commit stays one transaction in ``crawl/leases.py``. robots.txt visits are
+``robots_visit.py``'s, the parts both kinds share ``visit_parts.py``'s; pages are here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from crawlspace.archive.warc import WarcWriter
-from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressGate
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
     REDIRECT_STATUSES,
@@ -26,8 +21,7 @@ from crawlspace.crawl.responses import (
     redirect_completion,
     retry_or_fail,
 )
-from crawlspace.crawl.stages import StagePools
-from crawlspace.discovery.links import Discovery
+from crawlspace.crawl.robots_visit import FINAL_ROBOTS_ERRORS, RobotsVisits
 from crawlspace.discovery.sitemaps import (
     SITEMAP_SOURCE,
     admit_parsed_sitemap,
@@ -36,234 +30,21 @@ from crawlspace.discovery.sitemaps import (
 )
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.faults import crash_point
-from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
-from crawlspace.frontier.backoff import BackoffPolicy, HostWait
-from crawlspace.frontier.politeness import PolitenessPolicy
+from crawlspace.fetch.transport import FetchRequest, FetchResponse
+from crawlspace.frontier.backoff import HostWait
 from crawlspace.parse.directives import parse_x_robots_tag
-from crawlspace.parse.processors import ProcessedContent, ProcessorRegistry, admit_links
+from crawlspace.parse.processors import ProcessedContent, admit_links
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
 from crawlspace.records import Completion, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
-from crawlspace.robots.policy import (
-    DISALLOW_ALL,
-    REDIRECT,
-    UNAVAILABLE_ERROR,
-    CacheHeaders,
-    RobotsPolicy,
-    after_redirects,
-    classify_status,
-)
-from crawlspace.urls import normalize
+from crawlspace.robots.policy import DISALLOW_ALL
 
 log = logging.getLogger("crawlspace.crawl.visit")
 
 
-class LeaseTooShortError(Exception):
-    """The lease would expire before a request started now could end: no request is sent."""
-
-
-@dataclass(frozen=True, slots=True)
-class RobotsVisit:
-    record: RobotsRecord
-    next_allowed_at: float
-
-
-class Visitor:
-    """Carries the collaborators a visit needs; one per crawl."""
-
-    def __init__(
-        self,
-        config: CrawlConfig,
-        transport: Transport,
-        warc: WarcWriter,
-        discovery: Discovery,
-        *,
-        processors: ProcessorRegistry,
-        pools: StagePools,
-        gate: AddressGate | None = None,
-        rand: Callable[[], float] = random.random,
-        now: Callable[[], float] = time.time,
-    ) -> None:
-        self.pools = pools
-        self.gate = gate  # per server address tokens (crawl/addresses.py); None: none
-        self.now = now  # the lease clock (lease.expires_at is on it)
-        self.config = config
-        self.transport = transport
-        self.warc = warc
-        self.discovery = discovery
-        self.processors = processors
-        self.politeness = PolitenessPolicy(
-            config.min_delay, config.delay_factor, config.max_crawl_delay
-        )
-        self.backoff = BackoffPolicy(
-            base_seconds=config.backoff_base,
-            max_seconds=config.max_backoff,
-            retry_seconds=config.retry_delay,
-            pause_after=config.host_pause_after,
-            pause_seconds=config.host_pause_seconds,
-        )
-        self.rand = rand
-        self.robots_policy = RobotsPolicy(
-            config.robots_cache_seconds,
-            config.robots_retry_delay,
-            config.robots_max_attempts,
-            config.robots_min_cache_seconds,
-        )
-
-    async def _archive(self, response: FetchResponse) -> tuple[str, int, int]:
-        location = await self.pools.archive(
-            self.warc.write_exchange,
-            url=response.url,
-            request_headers=response.request_headers,
-            http_version=response.http_version,
-            status=response.status,
-            reason=response.reason,
-            response_headers=response.headers,
-            payload=response.raw_body,
-            fetched_at=response.started_at,
-            ip_address=response.peer_address,
-            truncated="length" if response.truncated else None,
-        )
-        return location.file, location.offset, location.length
-
-    async def _fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
-        """One request, holding its server address's token while it runs (AddressBusyError
-        when the address has none free: nothing is sent)."""
-        if self.gate is None:
-            return await self.transport.fetch(request)
-        async with self.gate.hold(lease, request.url):
-            return await self.transport.fetch(request)
-
-    def _check_lease(self, lease: Lease) -> None:
-        """Refuse to start a request that could outlive its lease.
-
-        A fetch ends within ``total_timeout``, and once a lease expires another worker may be
-        given the host. A visit can start late: its task waits for the event loop, which a
-        store call can hold for seconds (riding out a Redis failover, say). Started after
-        ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
-        if self.now() + self.config.total_timeout > lease.expires_at:
-            raise LeaseTooShortError(lease.url)
-
-    # -- robots.txt --------------------------------------------------------------------------
-
-    async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
-        """Fetch robots.txt, following up to ``max_redirects`` hops (RFC 9309 §2.3.1.2)."""
-        url = lease.url
-        started = time.time()
-        status: int | None = None
-        body = b""
-        error: str | None = None
-        retry_after: float | None = None
-        cache: CacheHeaders | None = None
-        hops = 0
-        while True:
-            self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
-            try:
-                response = await self._fetch(
-                    lease,
-                    FetchRequest(
-                        url,
-                        max_body_bytes=self.config.robots_max_bytes,
-                        # Decoded too: the record is stored and cached in memory per host.
-                        max_decompressed_bytes=self.config.robots_max_bytes,
-                    ),
-                )
-            except BlockedAddressError as exc:
-                # Not a transient failure: our own policy forbids the host, so give up at once
-                # (no request was made, so the host's clock does not move).
-                now = time.time()
-                record = RobotsRecord(
-                    lease.host_key,
-                    None,
-                    DISALLOW_ALL,
-                    b"",
-                    now,
-                    now + self.config.robots_cache_seconds,
-                    self.config.robots_max_attempts,
-                    exc.reason,
-                )
-                return RobotsVisit(record, now)
-            except FetchError as exc:
-                status, error = None, exc.reason
-                break
-            await self._archive(response)
-            status, body = response.status, response.body
-            cache = cache_headers(response)  # the final response's: the one that answers
-            if status in RETRY_STATUSES:
-                retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
-            if classify_status(status) != REDIRECT:
-                break
-            hops += 1
-            target = self._robots_hop(lease, url, response, hops)
-            if target is None:
-                break
-            url = target
-            # Every hop is a request: the next one waits the politeness gap, as a page would.
-            await asyncio.sleep(self.politeness.gap(response.elapsed, None))
-        return self.robots_outcome(
-            lease,
-            status,
-            body,
-            previous=previous,
-            error=error,
-            started=started,
-            ended=time.time(),
-            retry_after=retry_after,
-            cache=cache,
-        )
-
-    def _robots_hop(self, lease: Lease, url: str, response: FetchResponse, hops: int) -> str | None:
-        """Where a robots.txt redirect leads, or None to stop following: the 3xx then stands,
-        which robots/policy.py reads as allow-all, as it does after too many hops."""
-        location = response.header("location")
-        target = normalize(location, url) if location else None
-        if target is None or after_redirects(hops, self.config.max_redirects) is not None:
-            return None
-        # These hops bypass link admission (RFC 9309 lets robots.txt move across hosts), but
-        # opt-ins stay narrow (#18): robots.txt must not lead to another port of an opted-in
-        # address any more than a link may.
-        if self.discovery.scope.opt_in_reason(target) is not None:
-            log.warning(
-                "not following %s's robots.txt redirect to %s: scope", lease.host_key, target
-            )
-            return None
-        return target
-
-    def robots_outcome(
-        self,
-        lease: Lease,
-        status: int | None,
-        body: bytes,
-        *,
-        previous: RobotsRecord | None,
-        error: str | None,
-        started: float,
-        ended: float,
-        retry_after: float | None = None,
-        cache: CacheHeaders | None = None,
-    ) -> RobotsVisit:
-        """The record and the host's next start after a robots.txt visit (``status`` None: no
-        answer, with ``error`` saying why; ``cache``: the response's caching headers, which
-        set how long an answer is kept); also how the crawl records a visit that raised."""
-        # The body may be cut at robots_max_bytes; RFC 9309 §2.5 lets us parse what we have.
-        record = self.robots_policy.record_for(
-            lease.host_key, status, body, ended, previous=previous, error=error, cache=cache
-        )
-        crawl_delay = None
-        if record.outcome == "rules":
-            crawl_delay = RobotsTxt.parse(record.body).crawl_delay(self.config.user_agent)
-        next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
-        if retry_after is not None:
-            # A 429 or 503 on robots.txt asks the whole host to wait, pages included.
-            next_allowed = max(next_allowed, ended + min(retry_after, self.config.max_backoff))
-        if robots_retrying(record):
-            # Unreachable robots.txt: nothing may be fetched until the retry, so wait for it.
-            next_allowed = max(next_allowed, record.expires_at)
-        # A short HTTP lifetime must not outrun the host's own gap, or it never gets a page.
-        record = self.robots_policy.outlasting(record, next_allowed, next_allowed - ended)
-        return RobotsVisit(record, next_allowed)
-
-    # -- pages -------------------------------------------------------------------------------
+class Visitor(RobotsVisits):
+    """Carries the collaborators a visit needs; one per crawl. robots.txt visits are
+    ``robots_visit.py``'s; pages are here."""
 
     async def visit_page(self, lease: Lease, robots: RobotsRecord, rules: RobotsTxt) -> Completion:
         config = self.config
@@ -425,22 +206,3 @@ class Visitor:
         if header_directives.noindex and not content.noindex:
             content = dataclasses.replace(content, noindex=True)
         return completion, content
-
-
-# robots.txt failures after which the host's URLs are excluded instead of waiting for a retry.
-FINAL_ROBOTS_ERRORS = frozenset({UNAVAILABLE_ERROR, BlockedAddressError.reason})
-
-
-def cache_headers(response: FetchResponse) -> CacheHeaders:
-    """The header fields that say how long ``response`` may be kept (robots/policy.py)."""
-    return CacheHeaders(
-        tuple(response.header_values("cache-control")),
-        response.header("expires"),
-        response.header("date"),
-        response.header("age"),
-    )
-
-
-def robots_retrying(record: RobotsRecord) -> bool:
-    """True while robots.txt is unreachable but will be retried: the host must wait."""
-    return record.outcome == DISALLOW_ALL and record.error not in FINAL_ROBOTS_ERRORS

@@ -1,0 +1,171 @@
+"""A robots.txt visit (RFC 9309 §2.3): fetch it, follow its redirects one polite hop at a time,
+and turn the answer into the record the store keeps and the host's next start."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from crawlspace.crawl.responses import RETRY_STATUSES, parse_retry_after
+from crawlspace.crawl.visit_parts import VisitParts
+from crawlspace.errors import BlockedAddressError, FetchError
+from crawlspace.fetch.transport import FetchRequest, FetchResponse
+from crawlspace.records import Lease, RobotsRecord
+from crawlspace.robots import RobotsTxt
+from crawlspace.robots.policy import (
+    DISALLOW_ALL,
+    REDIRECT,
+    UNAVAILABLE_ERROR,
+    CacheHeaders,
+    after_redirects,
+    classify_status,
+)
+from crawlspace.urls import normalize
+
+log = logging.getLogger("crawlspace.crawl.visit")
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsVisit:
+    record: RobotsRecord
+    next_allowed_at: float
+
+
+class RobotsVisits(VisitParts):
+    async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
+        """Fetch robots.txt, following up to ``max_redirects`` hops (RFC 9309 §2.3.1.2)."""
+        url = lease.url
+        started = time.time()
+        status: int | None = None
+        body = b""
+        error: str | None = None
+        retry_after: float | None = None
+        cache: CacheHeaders | None = None
+        hops = 0
+        while True:
+            self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
+            try:
+                response = await self._fetch(
+                    lease,
+                    FetchRequest(
+                        url,
+                        max_body_bytes=self.config.robots_max_bytes,
+                        # Decoded too: the record is stored and cached in memory per host.
+                        max_decompressed_bytes=self.config.robots_max_bytes,
+                    ),
+                )
+            except BlockedAddressError as exc:
+                # Not a transient failure: our own policy forbids the host, so give up at once
+                # (no request was made, so the host's clock does not move).
+                now = time.time()
+                record = RobotsRecord(
+                    lease.host_key,
+                    None,
+                    DISALLOW_ALL,
+                    b"",
+                    now,
+                    now + self.config.robots_cache_seconds,
+                    self.config.robots_max_attempts,
+                    exc.reason,
+                )
+                return RobotsVisit(record, now)
+            except FetchError as exc:
+                status, error = None, exc.reason
+                break
+            await self._archive(response)
+            status, body = response.status, response.body
+            cache = cache_headers(response)  # the final response's: the one that answers
+            if status in RETRY_STATUSES:
+                retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
+            if classify_status(status) != REDIRECT:
+                break
+            hops += 1
+            target = self._robots_hop(lease, url, response, hops)
+            if target is None:
+                break
+            url = target
+            # Every hop is a request: the next one waits the politeness gap, as a page would.
+            await asyncio.sleep(self.politeness.gap(response.elapsed, None))
+        return self.robots_outcome(
+            lease,
+            status,
+            body,
+            previous=previous,
+            error=error,
+            started=started,
+            ended=time.time(),
+            retry_after=retry_after,
+            cache=cache,
+        )
+
+    def _robots_hop(self, lease: Lease, url: str, response: FetchResponse, hops: int) -> str | None:
+        """Where a robots.txt redirect leads, or None to stop following: the 3xx then stands,
+        which robots/policy.py reads as allow-all, as it does after too many hops."""
+        location = response.header("location")
+        target = normalize(location, url) if location else None
+        if target is None or after_redirects(hops, self.config.max_redirects) is not None:
+            return None
+        # These hops bypass link admission (RFC 9309 lets robots.txt move across hosts), but
+        # opt-ins stay narrow (#18): robots.txt must not lead to another port of an opted-in
+        # address any more than a link may.
+        if self.discovery.scope.opt_in_reason(target) is not None:
+            log.warning(
+                "not following %s's robots.txt redirect to %s: scope", lease.host_key, target
+            )
+            return None
+        return target
+
+    def robots_outcome(
+        self,
+        lease: Lease,
+        status: int | None,
+        body: bytes,
+        *,
+        previous: RobotsRecord | None,
+        error: str | None,
+        started: float,
+        ended: float,
+        retry_after: float | None = None,
+        cache: CacheHeaders | None = None,
+    ) -> RobotsVisit:
+        """The record and the host's next start after a robots.txt visit (``status`` None: no
+        answer, with ``error`` saying why; ``cache``: the response's caching headers, which
+        set how long an answer is kept); also how the crawl records a visit that raised."""
+        # The body may be cut at robots_max_bytes; RFC 9309 §2.5 lets us parse what we have.
+        record = self.robots_policy.record_for(
+            lease.host_key, status, body, ended, previous=previous, error=error, cache=cache
+        )
+        crawl_delay = None
+        if record.outcome == "rules":
+            crawl_delay = RobotsTxt.parse(record.body).crawl_delay(self.config.user_agent)
+        next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
+        if retry_after is not None:
+            # A 429 or 503 on robots.txt asks the whole host to wait, pages included.
+            next_allowed = max(next_allowed, ended + min(retry_after, self.config.max_backoff))
+        if robots_retrying(record):
+            # Unreachable robots.txt: nothing may be fetched until the retry, so wait for it.
+            next_allowed = max(next_allowed, record.expires_at)
+        # A short HTTP lifetime must not outrun the host's own gap, or it never gets a page.
+        record = self.robots_policy.outlasting(record, next_allowed, next_allowed - ended)
+        return RobotsVisit(record, next_allowed)
+
+
+# robots.txt failures after which the host's URLs are excluded instead of waiting for a retry.
+FINAL_ROBOTS_ERRORS = frozenset({UNAVAILABLE_ERROR, BlockedAddressError.reason})
+
+
+def cache_headers(response: FetchResponse) -> CacheHeaders:
+    """The header fields that say how long ``response`` may be kept (robots/policy.py)."""
+    return CacheHeaders(
+        tuple(response.header_values("cache-control")),
+        response.header("expires"),
+        response.header("date"),
+        response.header("age"),
+    )
+
+
+def robots_retrying(record: RobotsRecord) -> bool:
+    """True while robots.txt is unreachable but will be retried: the host must wait."""
+    return record.outcome == DISALLOW_ALL and record.error not in FINAL_ROBOTS_ERRORS

@@ -1,0 +1,101 @@
+"""What every visit shares: its collaborators, the WARC write, and the one way a request is sent
+(only while the lease outlives it, holding its server address's token)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from crawlspace.archive.warc import WarcWriter
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.addresses import AddressGate
+from crawlspace.crawl.stages import StagePools
+from crawlspace.discovery.links import Discovery
+from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
+from crawlspace.frontier.backoff import BackoffPolicy
+from crawlspace.frontier.politeness import PolitenessPolicy
+from crawlspace.parse.processors import ProcessorRegistry
+from crawlspace.records import Lease
+from crawlspace.robots.policy import RobotsPolicy
+
+
+class LeaseTooShortError(Exception):
+    """The lease would expire before a request started now could end: no request is sent."""
+
+
+class VisitParts:
+    """The collaborators every visit uses, and the steps robots.txt and page visits share."""
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        transport: Transport,
+        warc: WarcWriter,
+        discovery: Discovery,
+        *,
+        processors: ProcessorRegistry,
+        pools: StagePools,
+        gate: AddressGate | None = None,
+        rand: Callable[[], float] = random.random,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.pools = pools
+        self.gate = gate  # per server address tokens (crawl/addresses.py); None: none
+        self.now = now  # the lease clock (lease.expires_at is on it)
+        self.config = config
+        self.transport = transport
+        self.warc = warc
+        self.discovery = discovery
+        self.processors = processors
+        self.politeness = PolitenessPolicy(
+            config.min_delay, config.delay_factor, config.max_crawl_delay
+        )
+        self.backoff = BackoffPolicy(
+            base_seconds=config.backoff_base,
+            max_seconds=config.max_backoff,
+            retry_seconds=config.retry_delay,
+            pause_after=config.host_pause_after,
+            pause_seconds=config.host_pause_seconds,
+        )
+        self.rand = rand
+        self.robots_policy = RobotsPolicy(
+            config.robots_cache_seconds,
+            config.robots_retry_delay,
+            config.robots_max_attempts,
+            config.robots_min_cache_seconds,
+        )
+
+    async def _archive(self, response: FetchResponse) -> tuple[str, int, int]:
+        location = await self.pools.archive(
+            self.warc.write_exchange,
+            url=response.url,
+            request_headers=response.request_headers,
+            http_version=response.http_version,
+            status=response.status,
+            reason=response.reason,
+            response_headers=response.headers,
+            payload=response.raw_body,
+            fetched_at=response.started_at,
+            ip_address=response.peer_address,
+            truncated="length" if response.truncated else None,
+        )
+        return location.file, location.offset, location.length
+
+    async def _fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
+        """One request, holding its server address's token while it runs (AddressBusyError
+        when the address has none free: nothing is sent)."""
+        if self.gate is None:
+            return await self.transport.fetch(request)
+        async with self.gate.hold(lease, request.url):
+            return await self.transport.fetch(request)
+
+    def _check_lease(self, lease: Lease) -> None:
+        """Refuse to start a request that could outlive its lease.
+
+        A fetch ends within ``total_timeout``, and once a lease expires another worker may be
+        given the host. A visit can start late: its task waits for the event loop, which a
+        store call can hold for seconds (riding out a Redis failover, say). Started after
+        ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
+        if self.now() + self.config.total_timeout > lease.expires_at:
+            raise LeaseTooShortError(lease.url)
