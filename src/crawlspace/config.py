@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import ipaddress
-import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal
 
 from crawlspace import __version__
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
-from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
-from crawlspace.frontier.budgets import compile_excludes
 from crawlspace.frontier.front_queues import FrontQueues, front_queues
 from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
 from crawlspace.frontier.revisit import RevisitPolicy
@@ -200,86 +196,10 @@ class CrawlConfig:
         return self.total_timeout + self.lease_grace
 
     def __post_init__(self) -> None:
-        _check_types(self)
-        if self.scope not in get_args(Scope):
-            raise ConfigError(f"scope must be one of host, domain, any (got {self.scope!r})")
-        for entry in self.allow_hosts:
-            try:
-                parse_allow_entry(entry)
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
-            raise ConfigError(f"metrics_port must be 0-65535 (got {self.metrics_port})")
-        for name in (
-            "min_delay",
-            "min_delay_per_ip",
-            "delay_factor",
-            "connect_timeout",
-            "read_timeout",
-            "total_timeout",
-        ):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0 (got {getattr(self, name)})")
-        for name in (
-            "max_depth",
-            "max_url_length",
-            "concurrency",
-            "max_in_flight_per_host",
-            "max_in_flight_per_ip",
-            "max_redirects",
-            "max_attempts",
-            "max_throttled_attempts",
-            "robots_max_attempts",
-        ):
-            if getattr(self, name) < 1 and name != "max_depth":
-                raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
-        if self.max_depth < 0:
-            raise ConfigError(f"max_depth must be >= 0 (got {self.max_depth})")
-        if self.lease_grace <= 0:
-            raise ConfigError(
-                f"lease_grace must be > 0: how long after its grant a visit may start"
-                f" (got {self.lease_grace})"
-            )
-        if not 0 <= self.robots_min_cache_seconds <= self.robots_cache_seconds:
-            raise ConfigError(
-                "robots cache lifetimes need 0 <= robots_min_cache_seconds <= robots_cache_seconds"
-                f" (got {self.robots_min_cache_seconds} and {self.robots_cache_seconds})"
-            )
-        if self.robots_max_bytes < 500 * KIB:
-            raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
-        if self.event_loop not in ("asyncio", "uvloop"):
-            raise ConfigError(f"event_loop must be asyncio or uvloop, not {self.event_loop!r}")
-        if not 1 <= self.warc_gzip_level <= 9:
-            raise ConfigError("warc_gzip_level must be 1..9")
-        if self.bloom_expected_urls < 0 or not 0.0 < self.bloom_fp_rate < 1.0:
-            raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
-        if not 0 <= self.near_duplicate_bits < 64:
-            raise ConfigError(f"near_duplicate_bits must be 0..63 (got {self.near_duplicate_bits})")
-        if self.near_duplicate_max_pages < 0:
-            raise ConfigError(
-                f"near_duplicate_max_pages must be >= 0 (got {self.near_duplicate_max_pages})"
-            )
-        if not 0 < self.revisit_min_interval <= self.revisit_max_interval:
-            raise ConfigError(
-                "revisit intervals need 0 < revisit_min_interval <= revisit_max_interval"
-            )
-        if not 0.0 <= self.revisit_share <= 1.0:
-            raise ConfigError(f"revisit_share must be in [0, 1] (got {self.revisit_share})")
-        if self.discovery_window < 1:
-            raise ConfigError(f"discovery_window must be >= 1 (got {self.discovery_window})")
-        try:
-            compile_excludes(self.exclude)
-            self.priority_rules()
-            self.front_queues()
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        for net in self.allow_nets:
-            try:
-                ipaddress.ip_network(net, strict=False)
-            except ValueError:
-                raise ConfigError(
-                    f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8"
-                ) from None
+        # Imported here: the checks read this module's types (config_checks.py imports it).
+        from crawlspace.config_checks import check_config
+
+        check_config(self)
 
     def priority_rules(self) -> PriorityRules:
         return PriorityRules(
@@ -305,49 +225,8 @@ class CrawlConfig:
         return dataclasses.replace(self, **changes)
 
 
-def _type_error(name: str, value: Any, expected: str) -> ConfigError:
+def type_error(name: str, value: Any, expected: str) -> ConfigError:
     return ConfigError(f"{name} must be {expected} (got {value!r})")
-
-
-def _check_value(name: str, value: Any, kind: Any) -> None:
-    """``value`` against one annotation: the simple types a TOML file or a flag can give."""
-    args = get_args(kind)
-    if type(None) in args:  # X | None
-        if value is None:
-            return
-        (kind,) = [a for a in args if a is not type(None)]
-        args = get_args(kind)
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise _type_error(name, value, "true or false")
-    elif kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _type_error(name, value, "a whole number")
-    elif kind is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _type_error(name, value, "a number")
-        if not math.isfinite(value):
-            raise _type_error(name, value, "a finite number")
-    elif kind is str:
-        if not isinstance(value, str):
-            raise _type_error(name, value, "a string")
-    elif get_origin(kind) is tuple:
-        item = args[0]
-        if not isinstance(value, tuple) or not all(isinstance(v, item) for v in value):
-            raise _type_error(name, value, f"a list of {'strings' if item is str else item}")
-    elif get_origin(kind) is Literal and value not in args:
-        raise _type_error(name, value, "one of " + ", ".join(map(repr, args)))
-
-
-@functools.cache
-def _hints() -> dict[str, Any]:
-    return get_type_hints(CrawlConfig)
-
-
-def _check_types(config: CrawlConfig) -> None:
-    hints = _hints()
-    for f in fields(config):
-        _check_value(f.name, getattr(config, f.name), hints[f.name])
 
 
 _FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
@@ -368,12 +247,12 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, str | ResolveOverride):
             value = (value,)
         elif not isinstance(value, list | tuple):
-            raise _type_error(name, value, "a string or a list of strings")
+            raise type_error(name, value, "a string or a list of strings")
     if name == "resolve":
         items = []
         for v in value:
             if not isinstance(v, str | ResolveOverride):
-                raise _type_error(name, v, "a HOST:PORT:ADDRESS string")
+                raise type_error(name, v, "a HOST:PORT:ADDRESS string")
             items.append(v if isinstance(v, ResolveOverride) else ResolveOverride.parse(v))
         return tuple(items)
     if name in _TUPLE_FIELDS:

@@ -1,0 +1,158 @@
+"""Checks of a CrawlConfig: each value's type (what a TOML file or a flag can give) and range,
+one clear ConfigError line for the first that is wrong."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import math
+from dataclasses import fields
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from crawlspace.config import KIB, CrawlConfig, Scope, type_error
+from crawlspace.discovery.scope import parse_allow_entry
+from crawlspace.errors import ConfigError
+from crawlspace.frontier.budgets import compile_excludes
+
+
+def check_config(config: CrawlConfig) -> None:
+    _check_types(config)
+    _check_scope(config)
+    _check_counts(config)
+    _check_limits(config)
+    _check_rules(config)
+
+
+def _check_scope(config: CrawlConfig) -> None:
+    """Scope, hosts, networks and ports."""
+    _check_types(config)
+    if config.scope not in get_args(Scope):
+        raise ConfigError(f"scope must be one of host, domain, any (got {config.scope!r})")
+    for entry in config.allow_hosts:
+        try:
+            parse_allow_entry(entry)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if config.metrics_port is not None and not 0 <= config.metrics_port <= 65535:
+        raise ConfigError(f"metrics_port must be 0-65535 (got {config.metrics_port})")
+
+
+def _check_counts(config: CrawlConfig) -> None:
+    """Delays and timeouts are >= 0; counts of things are >= 1."""
+    for name in (
+        "min_delay",
+        "min_delay_per_ip",
+        "delay_factor",
+        "connect_timeout",
+        "read_timeout",
+        "total_timeout",
+    ):
+        if getattr(config, name) < 0:
+            raise ConfigError(f"{name} must be >= 0 (got {getattr(config, name)})")
+    for name in (
+        "max_depth",
+        "max_url_length",
+        "concurrency",
+        "max_in_flight_per_host",
+        "max_in_flight_per_ip",
+        "max_redirects",
+        "max_attempts",
+        "max_throttled_attempts",
+        "robots_max_attempts",
+    ):
+        if getattr(config, name) < 1 and name != "max_depth":
+            raise ConfigError(f"{name} must be >= 1 (got {getattr(config, name)})")
+    if config.max_depth < 0:
+        raise ConfigError(f"max_depth must be >= 0 (got {config.max_depth})")
+
+
+def _check_limits(config: CrawlConfig) -> None:
+    """Lease, robots, WARC, dedup and revisit limits."""
+    if config.lease_grace <= 0:
+        raise ConfigError(
+            f"lease_grace must be > 0: how long after its grant a visit may start"
+            f" (got {config.lease_grace})"
+        )
+    if not 0 <= config.robots_min_cache_seconds <= config.robots_cache_seconds:
+        raise ConfigError(
+            "robots cache lifetimes need 0 <= robots_min_cache_seconds <= robots_cache_seconds"
+            f" (got {config.robots_min_cache_seconds} and {config.robots_cache_seconds})"
+        )
+    if config.robots_max_bytes < 500 * KIB:
+        raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
+    if config.event_loop not in ("asyncio", "uvloop"):
+        raise ConfigError(f"event_loop must be asyncio or uvloop, not {config.event_loop!r}")
+    if not 1 <= config.warc_gzip_level <= 9:
+        raise ConfigError("warc_gzip_level must be 1..9")
+    if config.bloom_expected_urls < 0 or not 0.0 < config.bloom_fp_rate < 1.0:
+        raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
+    if not 0 <= config.near_duplicate_bits < 64:
+        raise ConfigError(f"near_duplicate_bits must be 0..63 (got {config.near_duplicate_bits})")
+    if config.near_duplicate_max_pages < 0:
+        raise ConfigError(
+            f"near_duplicate_max_pages must be >= 0 (got {config.near_duplicate_max_pages})"
+        )
+    if not 0 < config.revisit_min_interval <= config.revisit_max_interval:
+        raise ConfigError("revisit intervals need 0 < revisit_min_interval <= revisit_max_interval")
+    if not 0.0 <= config.revisit_share <= 1.0:
+        raise ConfigError(f"revisit_share must be in [0, 1] (got {config.revisit_share})")
+    if config.discovery_window < 1:
+        raise ConfigError(f"discovery_window must be >= 1 (got {config.discovery_window})")
+
+
+def _check_rules(config: CrawlConfig) -> None:
+    """Patterns and rules that must compile."""
+    try:
+        compile_excludes(config.exclude)
+        config.priority_rules()
+        config.front_queues()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for net in config.allow_nets:
+        try:
+            ipaddress.ip_network(net, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8"
+            ) from None
+
+
+def _check_value(name: str, value: Any, kind: Any) -> None:
+    """``value`` against one annotation: the simple types a TOML file or a flag can give."""
+    args = get_args(kind)
+    if type(None) in args:  # X | None
+        if value is None:
+            return
+        (kind,) = [a for a in args if a is not type(None)]
+        args = get_args(kind)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise type_error(name, value, "true or false")
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise type_error(name, value, "a whole number")
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise type_error(name, value, "a number")
+        if not math.isfinite(value):
+            raise type_error(name, value, "a finite number")
+    elif kind is str:
+        if not isinstance(value, str):
+            raise type_error(name, value, "a string")
+    elif get_origin(kind) is tuple:
+        item = args[0]
+        if not isinstance(value, tuple) or not all(isinstance(v, item) for v in value):
+            raise type_error(name, value, f"a list of {'strings' if item is str else item}")
+    elif get_origin(kind) is Literal and value not in args:
+        raise type_error(name, value, "one of " + ", ".join(map(repr, args)))
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return get_type_hints(CrawlConfig)
+
+
+def _check_types(config: CrawlConfig) -> None:
+    hints = _hints()
+    for f in fields(config):
+        _check_value(f.name, getattr(config, f.name), hints[f.name])
