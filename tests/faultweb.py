@@ -42,6 +42,7 @@ class Exchange:
     site: str
     path: str
     writer: asyncio.StreamWriter
+    reader: asyncio.StreamReader | None = None
     sent: int = 0
     status: int = 0
     notes: dict[str, object] = field(default_factory=dict)
@@ -49,6 +50,18 @@ class Exchange:
     def write(self, data: bytes) -> None:
         self.writer.write(data)
         self.sent += len(data)
+
+    def client_gone(self) -> bool:
+        """The client closed or died (the kernel closes a killed process's socket at once)."""
+        return self.writer.is_closing() or (self.reader is not None and self.reader.at_eof())
+
+    async def pause(self, seconds: float) -> bool:
+        """Sleep, waking often enough to see the client go; False if it went."""
+        for _ in range(max(1, round(seconds / 0.02))):
+            if self.client_gone():
+                return False
+            await asyncio.sleep(0.02)
+        return not self.client_gone()
 
     async def head(self, status: int, headers: list[tuple[str, str]]) -> None:
         self.status = status
@@ -147,11 +160,14 @@ async def broken(ex: Exchange) -> None:
     elif ex.path == "/drip":
         await ex.head(200, [("Content-Type", "text/html"), ("Content-Length", "100")])
         for _ in range(100):
-            if ex.writer.is_closing():  # the client hung up: log now, not 20 s later
+            # The client hung up (or was killed): log the end now, as the server saw it, not
+            # at the next byte's write.
+            if ex.client_gone():
                 break
             ex.write(b"x")
             await ex.writer.drain()
-            await asyncio.sleep(0.2)
+            if not await ex.pause(0.2):
+                break
     else:
         await ex.page(links("/"))
 
@@ -276,7 +292,7 @@ async def serve(log_path: str) -> None:
                 k.strip().lower(): v.strip()
                 for k, _, v in (line.partition(":") for line in lines[1:] if line)
             }
-            ex = Exchange(site, path, writer)
+            ex = Exchange(site, path, writer, reader)
             try:
                 if site == "redirects" and path in ROBOTS_HOPS:
                     await ex.page("", 301, "text/plain", [("Location", ROBOTS_HOPS[path])])
