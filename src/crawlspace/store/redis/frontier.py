@@ -84,6 +84,7 @@ class RedisFrontier(ScriptRunner):
         self.epoch = epoch
         # A lost index mark hides its bucket's hosts for at most sweep_seconds (index.py).
         self.index = BucketIndex(self, sweep_seconds)
+        self.spread = leasing.Spread()  # how many buckets a lease peeks first (leasing.py)
         self.cash = CashLedger(self)  # AOPIC's Lambda (cash.py)
 
     # -- the Frontier protocol -----------------------------------------------------------------

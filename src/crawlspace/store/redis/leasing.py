@@ -4,7 +4,8 @@ script per bucket, pipelined; with replicas, only grants the replicas confirmed.
 
 The index ranks buckets by their best ready host; a peek of those buckets returns the ready
 times of their first hosts in each band, which the client ranks, so each bucket grants exactly
-its share of the ``limit`` best hosts of the crawl.
+its share of the ``limit`` best hosts of the crawl. The peek reads the first buckets of that
+order first and the rest only when they could hold one of those hosts (``_decided``).
 """
 
 from __future__ import annotations
@@ -27,31 +28,77 @@ __all__ = ["grant", "ready_hosts"]
 LEASE_FIELDS = 19  # lua/lease.lua: the fields of one granted lease
 
 
+# The first peek covers twice the index positions the last lease drew from, at least this many;
+# a second peek reads the rest only when the first cannot decide (``_decided``).
+MIN_PEEK = 8
+
+
+class Spread:
+    """How far down the index's order of buckets this worker's last lease drew hosts from."""
+
+    def __init__(self) -> None:
+        self.used: int | None = None  # None: no lease yet, so the first peeks every bucket
+
+    def width(self, found: int) -> int:
+        if self.used is None:
+            return found
+        return min(found, max(MIN_PEEK, 2 * self.used))
+
+
+Ranked = list[tuple[float, int, int]]  # (host rank, bucket's position in the index, bucket)
+
+
 def _ready_counts(frontier: RedisFrontier, now: float, limit: int) -> dict[int, int]:
     """How many leases each bucket grants, for the ``limit`` best-ranked hosts ready at ``now``
     (frontier/front_queues.py). The index gives the buckets whose best hosts rank first; the
     ``limit`` best hosts of the crawl all rank no worse than the last of those buckets' best
-    (``limit`` distinct hosts do), so a peek of those buckets up to that rank finds them all. A
-    bucket the index sent us to in vain gets its marks corrected."""
+    (``limit`` distinct hosts do), so a peek of those buckets up to that rank finds them all.
+
+    Most leases draw from the first few of those buckets (hosts that became ready together
+    cluster in the buckets ranked first), so the first peek reads only as many as the last
+    lease needed, with margin; the rest are read only when they could hold a winner."""
     at = num(now)
     ranked = frontier.index.ready_buckets(at, limit)
     if not ranked:
         return {}
-    buckets = [b for b, _ in ranked]
     cutoff = ranked[-1][1] if len(ranked) == limit else None
+    buckets = [b for b, _ in ranked]
+    width = frontier.spread.width(len(ranked))
+    hosts = _peek(frontier, buckets[:width], 0, at=at, limit=limit, cutoff=cutoff)
+    if width < len(ranked) and not _decided(hosts, limit, ranked[width][1]):
+        hosts += _peek(frontier, buckets[width:], width, at=at, limit=limit, cutoff=cutoff)
+    # Ties keep the index's order of buckets (FrontQueues.merge).
+    best = sorted(hosts, key=lambda t: (t[0], t[1]))[:limit]
+    counts = Counter(b for _, _, b in best)
+    frontier.spread.used = 1 + max((i for _, i, _ in best), default=0)
+    return {b: counts[b] for b in buckets if counts[b]}
+
+
+def _peek(
+    frontier: RedisFrontier,
+    buckets: list[int],
+    start: int,
+    *,
+    at: str,
+    limit: int,
+    cutoff: float | None,
+) -> Ranked:
+    """The ranks of the ready hosts of ``buckets``, the index's from position ``start`` on; a
+    bucket the index sent us to in vain gets its marks corrected."""
     peeks = frontier.index.peek(buckets, at, limit, cutoff=cutoff)
     frontier.index.apply({b: p.marks for b, p in zip(buckets, peeks, strict=True) if p.marks})
-    # Ties keep the index's order of buckets (FrontQueues.merge).
-    best = sorted(
-        (
-            (rank, i, b)
-            for i, (b, p) in enumerate(zip(buckets, peeks, strict=True))
-            for rank in p.ranks
-        ),
-        key=lambda t: (t[0], t[1]),
-    )
-    counts = Counter(b for _, _, b in best[:limit])
-    return {b: counts[b] for b in buckets if counts[b]}
+    return [
+        (rank, start + i, b)
+        for i, (b, p) in enumerate(zip(buckets, peeks, strict=True))
+        for rank in p.ranks
+    ]
+
+
+def _decided(hosts: Ranked, limit: int, next_best: float) -> bool:
+    """Whether the buckets peeked so far hold the ``limit`` best hosts: every host of a later
+    bucket ranks no better than that bucket's best (``next_best``, from the index) and loses a
+    tie to every peeked bucket, so ``limit`` peeked hosts ranked no worse than it come first."""
+    return sum(1 for rank, _, _ in hosts if rank <= next_best) >= limit
 
 
 def ready_hosts(frontier: RedisFrontier, now: float) -> int:

@@ -5,6 +5,7 @@ failover. Policy-free: ``frontier.py`` says what to run.
 
 from __future__ import annotations
 
+import re
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -47,6 +48,37 @@ _SCRIPTS = (
 _READ_SCRIPTS = ("count_urls", "read_urls")
 # Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout.
 LAYOUT = ";front=1"  # for store/redis/views.py
+
+
+# A prelude paragraph's definitions, the names a piece of Lua uses, and Lua comments.
+_DEFINES = re.compile(r"^local (?:function (\w+)|([\w, ]+?)\s*=)", re.MULTILINE)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def _names(lua: str) -> set[str]:
+    return set(_NAME.findall(_COMMENT.sub("", lua)))
+
+
+def trim_prelude(prelude: str, body: str) -> str:
+    """The paragraphs of ``prelude`` that ``body`` uses, directly or through one another, in
+    their order. Redis runs a script's whole prelude on every call (each ``local function`` is a
+    closure made anew, each key name a string built anew) and this VM's Lua is slow per
+    operation, so a script pays only for what it calls. A paragraph uses only names defined
+    above it (Lua locals), so one pass from the last paragraph up finds them all."""
+    paragraphs = prelude.split("\n\n")
+    needed = _names(body)
+    keep: list[str] = []
+    for paragraph in reversed(paragraphs):
+        defined = {
+            name.strip()
+            for fn, names in _DEFINES.findall(paragraph)
+            for name in (fn or names).split(",")
+        }
+        if defined & needed:
+            keep.append(paragraph)
+            needed |= _names(paragraph)
+    return "\n\n".join(reversed(keep)) + "\n"
 
 
 def stored_buckets(value: bytes | str | None, key: str) -> int | None:
@@ -121,17 +153,18 @@ class ScriptRunner:
         self.buckets = buckets
         self.retry_seconds = retry_seconds
         self.retrying(self._check_layout)
-        prelude = (
+        constants = (
             f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
             f" {front.width}, {front.count}, {REVISIT_BAND}\n"
             f"local CASH_POINTS, CASH_TOP, NO_CASH = {POINTS_PER_DOUBLING}, {TOP_EXPONENT},"
             f" {NO_CASH_PRIORITY}\n"
-            + (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
         )
-        self._src = {
-            name: prelude + (files("crawlspace.store.redis") / "lua" / f"{name}.lua").read_text()
-            for name in (*_SCRIPTS, *_READ_SCRIPTS)
-        }
+        lua = files("crawlspace.store.redis") / "lua"
+        prelude = (lua / "_common.lua").read_text()
+        self._src = {}
+        for name in (*_SCRIPTS, *_READ_SCRIPTS):
+            body = (lua / f"{name}.lua").read_text()
+            self._src[name] = constants + trim_prelude(prelude, body) + body
         self._sha: dict[str, str] = {}
         self.retrying(self._load_scripts)
 

@@ -20,8 +20,17 @@ local function rkey(b)
   return k
 end
 
--- Front bands whose ready zset this script changed, for ready_marks.
+-- Front bands whose first score this script may have moved, for ready_marks; this script's
+-- copy of the bucket's ready marks (ready_marks: band -> first score, kept current) and that
+-- copy as the script found it.
 local BANDS_TOUCHED = {}
+local MARKS = nil
+local INITIAL = nil
+
+-- The first entry of LEASES as marks() last read it ({member, score}; nil: read it again), so
+-- a completion reads LEASES once. Only end_lease removes from LEASES after a marks() call;
+-- scripts that add to it (lease.lua) or remove otherwise (expire.lua) call marks() after.
+local LEASE_HEAD = nil
 
 local function hkey(host) return P .. 'h:' .. host end
 local function qkey(host) return P .. 'q:' .. host end
@@ -36,14 +45,15 @@ end
 -- Keep the host in the ready zset of its front band iff it can take a lease now or later: it
 -- has queued URLs, a free token and no robots.txt fetch outstanding (the MemoryFrontier's
 -- _reschedule rule). Its hash remembers the band, so a move leaves no stale entry behind.
-local function resched(host, max_in_flight)
-  local h = hkey(host)
-  local v = redis.call('HMGET', h, 'inflight', 'rlease', 'next', 'band')
-  local inflight = tonumber(v[1]) or 0
-  local free = (not v[2]) or v[2] == ''
-  local old = tonumber(v[4] or '')
+-- `place` decides from the host's fields as the caller read them (inflight, rlease, next, band)
+-- and returns the band field's new value ('' for none) when it changed, nil when not; resched
+-- reads and writes the fields itself.
+-- A band is marked touched (its first score read again, ready_marks) only when this can have
+-- moved that score: a host left it, changed its score there, or joined it ahead of its mark.
+local function place(host, max_in_flight, inflight, rlease, at, old)
+  old = tonumber(old or '')
   local band = nil
-  if free and inflight < max_in_flight then
+  if ((not rlease) or rlease == '') and inflight < max_in_flight then
     local head = redis.call('ZRANGE', qkey(host), 0, 0, 'WITHSCORES')
     if #head > 0 then band = band_of(tonumber(head[2])) end
   end
@@ -52,10 +62,23 @@ local function resched(host, max_in_flight)
     BANDS_TOUCHED[old] = true
   end
   if band then
-    redis.call('ZADD', rkey(band), v[3] or '-inf', host)
-    BANDS_TOUCHED[band] = true
+    at = at or '-inf'
+    -- CH: 0 when the host was there with this very score (nothing moved).
+    if redis.call('ZADD', rkey(band), 'CH', at, host) == 1 and not BANDS_TOUCHED[band] then
+      -- MARKS[band] is current unless the band is touched already (ready_marks).
+      local mark = old ~= band and MARKS and tonumber(MARKS[band] or '')
+      if not (mark and tonumber(at) and tonumber(at) >= mark) then BANDS_TOUCHED[band] = true end
+    end
   end
-  if old ~= band then redis.call('HSET', h, 'band', band or '') end
+  if old ~= band then return band or '' end
+  return nil
+end
+
+local function resched(host, max_in_flight)
+  local h = hkey(host)
+  local v = redis.call('HMGET', h, 'inflight', 'rlease', 'next', 'band')
+  local band = place(host, max_in_flight, tonumber(v[1]) or 0, v[2], v[3], v[4])
+  if band then redis.call('HSET', h, 'band', band) end
 end
 
 -- The earliest ready time of each non-empty band: a map band -> score as Redis formats it. The
@@ -63,8 +86,6 @@ end
 -- this script touched (resched) are read again. So a script reads one small zset here instead of
 -- every band, and loops over the one or two bands a bucket uses, not all of them. `full` reads
 -- every band (peek, for the sweep's repairs, index.py; it repairs this copy too).
-local MARKS = nil     -- this script's copy, kept current by ready_marks
-local INITIAL = nil   -- the copy as this script found it
 local function read_marks()
   local marks = {}
   local r = redis.call('ZRANGE', P .. 'rm', 0, -1, 'WITHSCORES')
@@ -108,26 +129,38 @@ end
 -- `keep` (default `limit`) of the up to `limit` read per band are returned. `heads` (band_heads)
 -- skips the bands with no host ready at `now`; without it every band is read.
 local function best_ready(now, limit, aging, keep, heads)
-  local found = {}
   local t = tonumber(now)
   if not heads then
     heads = {}
     for b = 0, FRONT_BANDS - 1 do heads[b] = t end
   end
+  local bands = {}
   for b, head in pairs(heads) do
-    if head <= t then
-      local r = redis.call('ZRANGEBYSCORE', rkey(b), '-inf', now, 'WITHSCORES', 'LIMIT', 0,
-        limit)
-      for i = 1, #r, 2 do
-        -- Ties keep band order, then ready order within a band (FrontQueues.merge).
-        found[#found + 1] = {tonumber(r[i + 1]) + b * aging, b * 1e9 + i, r[i], b, r[i + 1]}
-      end
+    if head <= t then bands[#bands + 1] = b end
+  end
+  local out = {}
+  if #bands == 1 then
+    -- One band: its own order (ready time, then host) is the rank order, nothing to merge.
+    local b = bands[1]
+    local r = redis.call('ZRANGEBYSCORE', rkey(b), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+    for i = 1, 2 * math.min(keep or limit, #r / 2), 2 do
+      out[#out + 1] = r[i]
+      out[#out + 1] = b
+      out[#out + 1] = r[i + 1]
+    end
+    return out
+  end
+  local found = {}
+  for _, b in ipairs(bands) do
+    local r = redis.call('ZRANGEBYSCORE', rkey(b), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+    for i = 1, #r, 2 do
+      -- Ties keep band order, then ready order within a band (FrontQueues.merge).
+      found[#found + 1] = {tonumber(r[i + 1]) + b * aging, b * 1e9 + i, r[i], b, r[i + 1]}
     end
   end
   if #found > 1 then
     table.sort(found, function(x, y) return x[1] < y[1] or (x[1] == y[1] and x[2] < y[2]) end)
   end
-  local out = {}
   for i = 1, math.min(keep or limit, #found) do
     out[#out + 1] = found[i][3]
     out[#out + 1] = found[i][4]
@@ -162,10 +195,18 @@ local function current_page(id, lid, version, epoch)
   return v[5]
 end
 
-local function end_lease(host, member)
+-- A lease ends: its entry leaves LEASES and its token the bucket's count; end_lease gives the
+-- token back to the host too (complete.lua writes the host's fields at once instead).
+local function drop_lease(member)
   redis.call('ZREM', LEASES, member)
-  redis.call('HINCRBY', hkey(host), 'inflight', -1)
+  -- Another lease than the first ended: the first (and the lease mark) stays.
+  if not (LEASE_HEAD and LEASE_HEAD[1] and LEASE_HEAD[1] ~= member) then LEASE_HEAD = nil end
   redis.call('HINCRBY', ST, 'inflight', -1)
+end
+
+local function end_lease(host, member)
+  drop_lease(member)
+  redis.call('HINCRBY', hkey(host), 'inflight', -1)
 end
 
 -- Back to the host queue: a release (tried = 0) does not count as an attempt, an expiry does.
@@ -191,9 +232,9 @@ end
 -- set read its mark (`due` true); the others send '*', which the index reads as "unchanged" (one
 -- command less per call on the lease and admission paths).
 local function marks(due)
-  local l = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
+  if not LEASE_HEAD then LEASE_HEAD = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES') end
   local d = due and redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES') or {'*', '*'}
-  return {ready_marks(), l[2] or '', d[2] or ''}
+  return {ready_marks(), LEASE_HEAD[2] or '', d[2] or ''}
 end
 
 -- The ready marks as the index takes them: {band, mark, band, mark, ...} for every band

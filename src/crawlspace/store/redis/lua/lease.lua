@@ -37,7 +37,11 @@ local function take(host)
   return new[1]
 end
 
-local granted = 0
+local granted, dequeued = 0, 0
+-- The bucket's counters move once per call, not per grant (nothing here reads them meanwhile).
+local seq = tonumber(redis.call('HGET', ST, 'lseq') or '0')
+local first_seq = seq
+local lid_prefix = 'e' .. epoch .. '.b' .. ARGV[7] .. '.'
 -- Bounded: every grant takes a token, and a host without a free token leaves the index.
 while granted < limit do
   local ranked = best_ready(ARGV[2], limit - granted, aging, nil, band_heads())
@@ -45,15 +49,19 @@ while granted < limit do
   for i = 1, #ranked, 3 do
     local host = ranked[i]
     local h = hkey(host)
-    local lid = 'e' .. epoch .. '.b' .. ARGV[7] .. '.'
-      .. string.format('%d', redis.call('HINCRBY', ST, 'lseq', 1))
-    local rexp = redis.call('HGET', h, 'rexp')
-    if (not rexp) or tonumber(rexp) <= now then
+    seq = seq + 1
+    local lid = lid_prefix .. string.format('%d', seq)
+    -- The host's fields, read once and written once (resched's part too: place).
+    local hv = redis.call('HMGET', h, 'rexp', 'backoff', 'failures', 'inflight', 'rlease', 'next',
+      'band')
+    local inflight, rlease = tonumber(hv[4]) or 0, hv[5]
+    local hw = {}
+    if (not hv[1]) or tonumber(hv[1]) <= now then
       -- RFC 9309 §2.4: the host's current rules come before any page of it.
-      redis.call('HSET', h, 'rlease', lid)
+      rlease = lid
+      hw = {'rlease', lid}
       redis.call('ZADD', LEASES, expires_at, 'R|' .. lid .. '|' .. host)
-      redis.call('HINCRBY', h, 'inflight', 1)
-      redis.call('HINCRBY', ST, 'inflight', 1)
+      inflight = inflight + 1
       for _, f in ipairs({'robots', lid, host, '', '0', '0', '1', '0', '0', '', '', 'robots', '0',
           '0', '', '', '', '', ''}) do
         out[#out + 1] = f
@@ -66,21 +74,27 @@ while granted < limit do
         local attempt = redis.call('HINCRBY', u, 'attempts', 1)
         redis.call('HSET', u, 'state', 'leased', 'lease', lid, 'epoch', epoch)
         redis.call('ZADD', LEASES, expires_at, 'P|' .. id .. '|' .. lid)
-        redis.call('HINCRBY', h, 'inflight', 1)
-        redis.call('HINCRBY', ST, 'inflight', 1)
-        redis.call('HINCRBY', ST, 'queued', -1)
+        inflight = inflight + 1
         local v = redis.call('HMGET', u, 'url', 'version', 'depth', 'hops', 'etag', 'lm', 'src',
           'ri', 'ch', 'cf', 'cash', 'lp')
-        local b = redis.call('HMGET', h, 'backoff', 'failures')
         local rec = {'page', lid, host, v[1], id, v[2], string.format('%d', attempt), v[3], v[4],
-          v[5] or '', v[6] or '', v[7], b[1] or '0', b[2] or '0', v[8] or '', v[9] or '',
+          v[5] or '', v[6] or '', v[7], hv[2] or '0', hv[3] or '0', v[8] or '', v[9] or '',
           v[10] or '', v[11] or '', v[12] or ''}
         for _, f in ipairs(rec) do out[#out + 1] = f end
         granted = granted + 1
+        dequeued = dequeued + 1
       end
     end
-    resched(host, max_in_flight)
+    local band = place(host, max_in_flight, inflight, rlease, hv[6], hv[7])
+    if inflight ~= (tonumber(hv[4]) or 0) then
+      hw[#hw + 1] = 'inflight'; hw[#hw + 1] = string.format('%d', inflight)
+    end
+    if band then hw[#hw + 1] = 'band'; hw[#hw + 1] = band end
+    if #hw > 0 then redis.call('HSET', h, unpack(hw)) end
   end
 end
+if seq > first_seq then redis.call('HSET', ST, 'lseq', string.format('%d', seq)) end
+if granted > 0 then redis.call('HINCRBY', ST, 'inflight', granted) end
+if dequeued > 0 then redis.call('HINCRBY', ST, 'queued', -dequeued) end
 -- Always: the index sent the client here, so a mark that was wrong is corrected at once.
 return {index_update(nil), out}
