@@ -34,6 +34,8 @@ from crawlspace.telemetry import Telemetry
 
 log = logging.getLogger("crawlspace.crawl")
 
+# Excluded URLs a refetched robots.txt re-evaluates per host (the rest wait for the next one).
+REEVALUATE_LIMIT = 10_000
 ROBOTS_CACHE_HOSTS = 10_000  # parsed robots.txt kept in memory (LRU); the store has them all
 
 
@@ -179,6 +181,19 @@ class LeaseRunner:
             self._add_sitemaps(rules.sitemaps)
         if self._store.complete_robots(lease, visit.record, visit.next_allowed_at):
             self.robots.put(lease.host_key, (visit.record, rules))
+            if previous is not None and not robots_retrying(visit.record):
+                self._reevaluate(lease.host_key, rules)
+
+    def _reevaluate(self, host_key: str, rules: RobotsTxt) -> None:
+        """A refetched robots.txt may allow what the last one excluded (or an unreachable one
+        recovered): those URLs are queued again as new visits. Queued URLs the new rules
+        forbid need nothing here: each page lease checks the current rules before fetching."""
+        agent = self._parts.config.user_agent
+        excluded = self._store.robots_excluded(host_key, REEVALUATE_LIMIT)
+        allowed = [url_id for url_id, url in excluded if rules.is_allowed(agent, url)]
+        if allowed:
+            requeued = self._store.requeue_excluded(host_key, allowed, self._now())
+            log.info("%s: its new robots.txt allows %d excluded URLs again", host_key, requeued)
 
     def _fail_robots(self, visitor: Visitor, lease: Lease) -> None:
         """A robots.txt visit raised. Released, its host would be ready at once and the same

@@ -64,6 +64,14 @@ REVISITS: dict[UrlState, frozenset[UrlState]] = {
 REVISITABLE: tuple[str, ...] = tuple(s.value for s in REVISITS)
 
 
+# The one way out of an exclusion: a URL excluded by its host's robots.txt that a refetched
+# robots.txt allows is queued again as a new visit, version bumped (crawl/leases.py asks, each
+# store applies it to URLs still excluded for a robots reason only).
+REEVALUATIONS: dict[UrlState, frozenset[UrlState]] = {
+    UrlState.EXCLUDED: frozenset({UrlState.QUEUED})
+}
+
+
 class IllegalTransition(ValueError):
     """A URL was asked to move between two states the lifecycle table does not connect."""
 
@@ -84,3 +92,12 @@ def check_revisit(old: str) -> None:
     """Raise IllegalTransition unless a URL in state ``old`` may be queued again for a revisit."""
     if old not in REVISITABLE:
         raise IllegalTransition(old, UrlState.QUEUED.value)
+
+
+def check_reevaluation(old: str) -> None:
+    """Raise IllegalTransition unless a robots re-evaluation may queue a URL in state ``old``."""
+    if old not in _REEVALUABLE:
+        raise IllegalTransition(old, UrlState.QUEUED.value)
+
+
+_REEVALUABLE = frozenset(s.value for s in REEVALUATIONS)

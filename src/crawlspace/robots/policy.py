@@ -38,6 +38,9 @@ REDIRECT = "redirect"
 ALLOW_ALL = "allow_all"
 DISALLOW_ALL = "disallow_all"
 UNAVAILABLE_ERROR = "robots_unavailable"
+# The exclusions a host's robots.txt decided (its rules, or its being unreachable): the ones
+# its next robots.txt re-evaluates (RFC 9309 §2.4: rules change, and a crawler re-reads them).
+ROBOTS_EXCLUSIONS = frozenset({"robots", UNAVAILABLE_ERROR})
 
 
 def robots_url(host_key: str) -> str:

@@ -104,6 +104,16 @@ class Frontier(Protocol):
         """The holder's address token back; the address's gap starts at ``ended``."""
         ...
 
+    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` (url_id, url) of the host's URLs excluded for a robots reason
+        (robots/policy.py ROBOTS_EXCLUSIONS), for its new robots.txt to re-evaluate."""
+        ...
+
+    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
+        """Queue again those of ``url_ids`` still excluded for a robots reason, each as a new
+        visit (version + 1, attempts from 0); returns how many."""
+        ...
+
     def expire_leases(self, now: float) -> int:
         """Return leases whose expiry passed to their host queues and give the tokens back."""
         ...

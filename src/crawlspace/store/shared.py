@@ -79,6 +79,12 @@ class SharedStore(RecordsDelegate):
     def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
         return self.frontier.release(lease, now, not_before)
 
+    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
+        return self.frontier.robots_excluded(host_key, limit)
+
+    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
+        return self.frontier.requeue_excluded(host_key, url_ids, now)
+
     def take_address(
         self, address: str, holder: str, now: float, expires_at: float
     ) -> float | None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from crawlspace.frontier.addresses import AddressTokens
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
-from crawlspace.frontier.states import UrlState, check_transition
+from crawlspace.frontier.states import UrlState, check_reevaluation, check_transition
 from crawlspace.records import (
     Completion,
     Lease,
@@ -29,6 +29,7 @@ from crawlspace.records import (
     RobotsRecord,
     UrlCandidate,
 )
+from crawlspace.robots.policy import ROBOTS_EXCLUSIONS
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.due import DueRevisits
 from crawlspace.store.memory.links import Admitted, LinkPolicy
@@ -294,6 +295,8 @@ class MemoryFrontier:
         if completion.last_modified is not None:
             url.last_modified = completion.last_modified
         retry = url.state is UrlState.QUEUED
+        if url.state is UrlState.EXCLUDED and url.reason in ROBOTS_EXCLUSIONS:
+            active.host.robots_excluded.add(url.url_id)  # its next robots.txt re-evaluates it
         if retry:
             self._enqueue(active.host, url)  # a retry keeps its attempt count
         else:
@@ -363,6 +366,40 @@ class MemoryFrontier:
         self._move_clock(active.host, not_before)
         self._return(lease.lease_id, active, tried=False)
         return True
+
+    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
+        host = self._hosts.get(host_key)
+        if host is None:
+            return []
+        found: list[tuple[int, str]] = []
+        for url_id in sorted(host.robots_excluded):
+            url = self._by_id[url_id]
+            if url is None or url.state is not UrlState.EXCLUDED:
+                host.robots_excluded.discard(url_id)
+            elif len(found) < limit:
+                found.append((url_id, url.url))
+        return found
+
+    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
+        host = self._hosts.get(host_key)
+        if host is None:
+            return 0
+        requeued = 0
+        for url_id in url_ids:
+            if url_id not in host.robots_excluded:
+                continue  # not this host's, or not excluded by its robots.txt (any more)
+            host.robots_excluded.discard(url_id)
+            url = self._by_id[url_id]
+            if url is None or url.state is not UrlState.EXCLUDED:
+                continue
+            check_reevaluation(url.state.value)
+            url.state, url.reason = UrlState.QUEUED, None
+            url.version += 1
+            url.attempts = 0
+            self._enqueue(host, url)
+            requeued += 1
+        self._reschedule(host)
+        return requeued
 
     def take_address(
         self, address: str, holder: str, now: float, expires_at: float

@@ -58,6 +58,7 @@ class MemHost:
     queue: list[tuple[int, int, int]] = field(default_factory=list)  # (priority, seq, url_id)
     revisits: list[tuple[int, int, int]] = field(default_factory=list)  # the revisit band
     band_tally: list[int] = field(default_factory=lambda: [0, 0])  # contested: revisits, new
+    robots_excluded: set[int] = field(default_factory=set)  # url ids its robots.txt excluded
     robots: RobotsRecord | None = None
     robots_lease_id: str | None = None
     heap_seq: int = -1  # seq of this host's live ready-heap entry; -1 when it has none

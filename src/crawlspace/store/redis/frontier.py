@@ -222,6 +222,26 @@ class RedisFrontier(ScriptRunner):
             )
         )
 
+    # -- robots re-evaluation (crawl/leases.py), in the host's bucket (lua/reevaluate.lua) ------
+
+    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
+        reply = self._run("reevaluate", self.bucket(host_key), "list", host_key, limit)
+        pairs = [(int(reply[i]), str(reply[i + 1])) for i in range(0, len(reply), 2)]
+        return sorted(pairs)
+
+    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
+        ids = [self._url_id(url_id) for url_id in url_ids]
+        return int(
+            self._run_indexed(
+                "reevaluate",
+                self.bucket(host_key),
+                "requeue",
+                host_key,
+                self.limits.max_in_flight_per_host,
+                *ids,
+            )
+        )
+
     # -- per server address, in the address's own slot (lua/address.lua) ---------------------
 
     def take_address(

@@ -44,6 +44,7 @@ _SCRIPTS = (
     "exclude",
     "cash",
     "address",
+    "reevaluate",
 )
 _READ_SCRIPTS = ("count_urls", "read_urls")
 # Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout.

@@ -19,6 +19,7 @@ from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
 from crawlspace.frontier.addresses import AddressTokens
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
+from crawlspace.robots.policy import ROBOTS_EXCLUSIONS
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
@@ -33,6 +34,11 @@ from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate
 def _own_copy(completion: Completion) -> Completion:
     """A completion whose fields the store may change in place or replace."""
     return dataclasses.replace(completion, rejections=dict(completion.rejections))
+
+
+# Matches the partial index urls_robots_excluded (schema.py), so the lookups use it.
+_ROBOTS_EXCLUDED = "state = 'excluded' AND reason IN ('robots', 'robots_unavailable')"
+assert {"robots", "robots_unavailable"} == ROBOTS_EXCLUSIONS
 
 
 class SqliteStore(RecordsDelegate):
@@ -209,6 +215,32 @@ class SqliteStore(RecordsDelegate):
                 (hold, host_id),
             )
         return True
+
+    # -- robots re-evaluation (crawl/leases.py): the partial index urls_robots_excluded --------
+
+    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
+        rows = self._db.execute(
+            "SELECT u.id, u.url FROM urls u JOIN hosts h ON h.id = u.host_id"
+            f" WHERE h.host_key = ? AND {_ROBOTS_EXCLUDED} ORDER BY u.id LIMIT ?",
+            (host_key, limit),
+        )
+        return [(int(url_id), str(url)) for url_id, url in rows]
+
+    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
+        with self._transaction() as db:
+            row = db.execute("SELECT id FROM hosts WHERE host_key = ?", (host_key,)).fetchone()
+            if row is None:
+                return 0
+            requeued = 0
+            for url_id in url_ids:  # each still excluded for a robots reason, on this host
+                requeued += db.execute(
+                    "UPDATE urls SET state = 'queued', reason = NULL, version = version + 1,"
+                    " attempts = 0, updated_at = ? WHERE id = ? AND host_id = ?"
+                    f" AND {_ROBOTS_EXCLUDED}",
+                    (now, url_id, row[0]),
+                ).rowcount
+            db.execute("UPDATE hosts SET queued = queued + ? WHERE id = ?", (requeued, row[0]))
+        return requeued
 
     # -- per server address: one owner, so in memory (frontier/addresses.py) ------------------
 

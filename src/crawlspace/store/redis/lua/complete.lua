@@ -55,6 +55,10 @@ end
 redis.call('HSET', u, unpack(uw))
 if due then redis.call('ZADD', DUE, ARGV[21], id) end
 drop_lease('P|' .. id .. '|' .. lid)
+if state == 'excluded' and (ARGV[7] == 'robots' or ARGV[7] == 'robots_unavailable') then
+  -- Excluded by its host's robots.txt: the next one re-evaluates it (reevaluate.lua).
+  redis.call('SADD', P .. 'rx:' .. host, id)
+end
 if state == 'queued' then
   -- A retry keeps its attempt count and its version: versions count visits, not tries.
   redis.call('ZADD', qkey(host), redis.call('HGET', u, 'prio'), id)
