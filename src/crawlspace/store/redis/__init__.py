@@ -9,8 +9,9 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
 
     {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease
                                ids), wseq (replication barriers, wait.py), iver (version of the
-                               bucket's index marks, index.py), r0 r1 ... (its ready marks per
-                               front band, lua/_common.lua)
+                               bucket's index marks, index.py)
+    {ns:bN}:rm          zset   front band -> its first ready score: the bucket's ready marks,
+                               read once per script (lua/_common.lua ready_marks)
     {ns:bN}:ready:F     zset   host -> next_allowed_at, only hosts that can take a lease, in the
                                front band F of their best queued URL (frontier/front_queues.py)
     {ns:bN}:seen        hash   url -> url id: the exact seen set

@@ -4,7 +4,8 @@ script per bucket, pipelined; with replicas, only grants the replicas confirmed.
 
 The index ranks buckets by their best ready host; a peek of those buckets returns the ready
 times of their first hosts in each band, which the client ranks, so each bucket grants exactly
-its share of the ``limit`` best hosts of the crawl.
+its share of the ``limit`` best hosts of the crawl. The peek reads the first buckets of that
+order first and the rest only when they could hold one of those hosts (``_decided``).
 """
 
 from __future__ import annotations
