@@ -45,15 +45,16 @@ end
 -- Keep the host in the ready zset of its front band iff it can take a lease now or later: it
 -- has queued URLs, a free token and no robots.txt fetch outstanding (the MemoryFrontier's
 -- _reschedule rule). Its hash remembers the band, so a move leaves no stale entry behind.
--- `place` decides from the host's fields as the caller read them (inflight, rlease, next, band)
--- and returns the band field's new value ('' for none) when it changed, nil when not; resched
--- reads and writes the fields itself.
 -- A band is marked touched (its first score read again, ready_marks) only when this can have
 -- moved that score: a host left it, changed its score there, or joined it ahead of its mark.
-local function place(host, max_in_flight, inflight, rlease, at, old)
-  old = tonumber(old or '')
+local function resched(host, max_in_flight)
+  local h = hkey(host)
+  local v = redis.call('HMGET', h, 'inflight', 'rlease', 'next', 'band')
+  local inflight = tonumber(v[1]) or 0
+  local free = (not v[2]) or v[2] == ''
+  local old = tonumber(v[4] or '')
   local band = nil
-  if ((not rlease) or rlease == '') and inflight < max_in_flight then
+  if free and inflight < max_in_flight then
     local head = redis.call('ZRANGE', qkey(host), 0, 0, 'WITHSCORES')
     if #head > 0 then band = band_of(tonumber(head[2])) end
   end
@@ -62,7 +63,7 @@ local function place(host, max_in_flight, inflight, rlease, at, old)
     BANDS_TOUCHED[old] = true
   end
   if band then
-    at = at or '-inf'
+    local at = v[3] or '-inf'
     -- CH: 0 when the host was there with this very score (nothing moved).
     if redis.call('ZADD', rkey(band), 'CH', at, host) == 1 and not BANDS_TOUCHED[band] then
       -- MARKS[band] is current unless the band is touched already (ready_marks).
@@ -70,15 +71,7 @@ local function place(host, max_in_flight, inflight, rlease, at, old)
       if not (mark and tonumber(at) and tonumber(at) >= mark) then BANDS_TOUCHED[band] = true end
     end
   end
-  if old ~= band then return band or '' end
-  return nil
-end
-
-local function resched(host, max_in_flight)
-  local h = hkey(host)
-  local v = redis.call('HMGET', h, 'inflight', 'rlease', 'next', 'band')
-  local band = place(host, max_in_flight, tonumber(v[1]) or 0, v[2], v[3], v[4])
-  if band then redis.call('HSET', h, 'band', band) end
+  if old ~= band then redis.call('HSET', h, 'band', band or '') end
 end
 
 -- The earliest ready time of each non-empty band: a map band -> score as Redis formats it. The
@@ -195,18 +188,12 @@ local function current_page(id, lid, version, epoch)
   return v[5]
 end
 
--- A lease ends: its entry leaves LEASES and its token the bucket's count; end_lease gives the
--- token back to the host too (complete.lua writes the host's fields at once instead).
-local function drop_lease(member)
+local function end_lease(host, member)
   redis.call('ZREM', LEASES, member)
   -- Another lease than the first ended: the first (and the lease mark) stays.
   if not (LEASE_HEAD and LEASE_HEAD[1] and LEASE_HEAD[1] ~= member) then LEASE_HEAD = nil end
-  redis.call('HINCRBY', ST, 'inflight', -1)
-end
-
-local function end_lease(host, member)
-  drop_lease(member)
   redis.call('HINCRBY', hkey(host), 'inflight', -1)
+  redis.call('HINCRBY', ST, 'inflight', -1)
 end
 
 -- Back to the host queue: a release (tried = 0) does not count as an attempt, an expiry does.

@@ -31,30 +31,18 @@ if not allowed[state] then return {{}, {-1, 0}} end
 local due = state ~= 'queued' and ARGV[21] ~= ''
 local before = marks(due)
 local u = ukey(id)
-local h = hkey(host)
--- The host fields this completion moves are read once here and written once at the end (`hw`,
--- field, value, ...): a completion touched the host's hash up to eight times, and Redis's Lua
--- pays per command.
-local hv = redis.call('HMGET', h, 'inflight', 'rlease', 'next', 'band', 'fetched', 'dups')
-local inflight = (tonumber(hv[1]) or 0) - 1
-local nxt, moved = hv[3], false
-local hw = {}
--- The host's politeness clock only moves forward (move_clock); '' means no request was made.
-local function clock(at)
-  if at ~= '' and ((not nxt) or tonumber(at) > tonumber(nxt)) then nxt, moved = at, true end
-end
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
-local uw = {'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '', 'at', ARGV[14]}
-if ARGV[9] ~= '' then uw[#uw + 1] = 'etag'; uw[#uw + 1] = ARGV[9] end
-if ARGV[10] ~= '' then uw[#uw + 1] = 'lm'; uw[#uw + 1] = ARGV[10] end
-if due then
-  uw[#uw + 1] = 'ri'; uw[#uw + 1] = ARGV[20]; uw[#uw + 1] = 'nf'; uw[#uw + 1] = ARGV[21]
-  if ARGV[22] == '1' then uw[#uw + 1] = 'lc'; uw[#uw + 1] = ARGV[14] end
-  if ARGV[23] ~= '' then uw[#uw + 1] = 'ch'; uw[#uw + 1] = ARGV[23] end
+redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '',
+  'at', ARGV[14])
+if ARGV[9] ~= '' then redis.call('HSET', u, 'etag', ARGV[9]) end
+if ARGV[10] ~= '' then redis.call('HSET', u, 'lm', ARGV[10]) end
+if state ~= 'queued' and ARGV[21] ~= '' then
+  redis.call('HSET', u, 'ri', ARGV[20], 'nf', ARGV[21])
+  if ARGV[22] == '1' then redis.call('HSET', u, 'lc', ARGV[14]) end
+  if ARGV[23] ~= '' then redis.call('HSET', u, 'ch', ARGV[23]) end
+  redis.call('ZADD', DUE, ARGV[21], id)
 end
-redis.call('HSET', u, unpack(uw))
-if due then redis.call('ZADD', DUE, ARGV[21], id) end
-drop_lease('P|' .. id .. '|' .. lid)
+end_lease(host, 'P|' .. id .. '|' .. lid)
 if state == 'excluded' and (ARGV[7] == 'robots' or ARGV[7] == 'robots_unavailable') then
   -- Excluded by its host's robots.txt: the next one re-evaluates it (reevaluate.lua).
   redis.call('SADD', P .. 'rx:' .. host, id)
@@ -64,17 +52,18 @@ if state == 'queued' then
   redis.call('ZADD', qkey(host), redis.call('HGET', u, 'prio'), id)
   redis.call('HINCRBY', ST, 'queued', 1)
 end
-if ARGV[15] ~= '' then hw[#hw + 1] = 'backoff'; hw[#hw + 1] = ARGV[15] end
-if ARGV[16] ~= '' then hw[#hw + 1] = 'failures'; hw[#hw + 1] = ARGV[16] end
-clock(ARGV[8])
+if ARGV[15] ~= '' then redis.call('HSET', hkey(host), 'backoff', ARGV[15]) end
+if ARGV[16] ~= '' then redis.call('HSET', hkey(host), 'failures', ARGV[16]) end
+move_clock(host, ARGV[8])
 local spent = 0
 if state ~= 'queued' and ARGV[12] == '1' and ARGV[17] ~= '' then
   -- Pages today: one day's count per host, reset when the day changes.
+  local h = hkey(host)
   if redis.call('HGET', h, 'day') ~= ARGV[17] then
     redis.call('HSET', h, 'day', ARGV[17], 'dayn', 0)
   end
   local pages = redis.call('HINCRBY', h, 'dayn', 1)
-  if pages >= tonumber(ARGV[18]) then clock(ARGV[19]) end
+  if pages >= tonumber(ARGV[18]) then move_clock(host, ARGV[19]) end
   if pages == tonumber(ARGV[18]) then spent = 1 end
 end
 if ARGV[25] ~= '' and state ~= 'queued' then
@@ -100,22 +89,15 @@ if ARGV[27] ~= '' then
     end
   end
 end
-local band = place(host, max_in_flight, inflight, hv[2], nxt, hv[4])
-hw[#hw + 1] = 'inflight'; hw[#hw + 1] = string.format('%d', inflight)
-if moved then hw[#hw + 1] = 'next'; hw[#hw + 1] = nxt end
-if band then hw[#hw + 1] = 'band'; hw[#hw + 1] = band end
+resched(host, max_in_flight)
 if state ~= 'queued' then
   -- A retried attempt is not an event: the visit's one terminal completion is (as in SQLite).
   if ARGV[12] == '1' then
     redis.call('HINCRBY', ST, 'fetched', 1)
-    -- per host, for stats and export
-    hw[#hw + 1] = 'fetched'; hw[#hw + 1] = string.format('%d', (tonumber(hv[5]) or 0) + 1)
-    if ARGV[24] == '1' then
-      hw[#hw + 1] = 'dups'; hw[#hw + 1] = string.format('%d', (tonumber(hv[6]) or 0) + 1)
-    end
+    redis.call('HINCRBY', hkey(host), 'fetched', 1)  -- per host, for stats and export
+    if ARGV[24] == '1' then redis.call('HINCRBY', hkey(host), 'dups', 1) end
   end
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
 end
-redis.call('HSET', h, unpack(hw))
 return {index_update(before, due), {1, spent}}

@@ -51,17 +51,12 @@ while granted < limit do
     local h = hkey(host)
     seq = seq + 1
     local lid = lid_prefix .. string.format('%d', seq)
-    -- The host's fields, read once and written once (resched's part too: place).
-    local hv = redis.call('HMGET', h, 'rexp', 'backoff', 'failures', 'inflight', 'rlease', 'next',
-      'band')
-    local inflight, rlease = tonumber(hv[4]) or 0, hv[5]
-    local hw = {}
+    local hv = redis.call('HMGET', h, 'rexp', 'backoff', 'failures')
     if (not hv[1]) or tonumber(hv[1]) <= now then
       -- RFC 9309 §2.4: the host's current rules come before any page of it.
-      rlease = lid
-      hw = {'rlease', lid}
+      redis.call('HSET', h, 'rlease', lid)
       redis.call('ZADD', LEASES, expires_at, 'R|' .. lid .. '|' .. host)
-      inflight = inflight + 1
+      redis.call('HINCRBY', h, 'inflight', 1)
       for _, f in ipairs({'robots', lid, host, '', '0', '0', '1', '0', '0', '', '', 'robots', '0',
           '0', '', '', '', '', ''}) do
         out[#out + 1] = f
@@ -74,7 +69,7 @@ while granted < limit do
         local attempt = redis.call('HINCRBY', u, 'attempts', 1)
         redis.call('HSET', u, 'state', 'leased', 'lease', lid, 'epoch', epoch)
         redis.call('ZADD', LEASES, expires_at, 'P|' .. id .. '|' .. lid)
-        inflight = inflight + 1
+        redis.call('HINCRBY', h, 'inflight', 1)
         local v = redis.call('HMGET', u, 'url', 'version', 'depth', 'hops', 'etag', 'lm', 'src',
           'ri', 'ch', 'cf', 'cash', 'lp')
         local rec = {'page', lid, host, v[1], id, v[2], string.format('%d', attempt), v[3], v[4],
@@ -85,12 +80,7 @@ while granted < limit do
         dequeued = dequeued + 1
       end
     end
-    local band = place(host, max_in_flight, inflight, rlease, hv[6], hv[7])
-    if inflight ~= (tonumber(hv[4]) or 0) then
-      hw[#hw + 1] = 'inflight'; hw[#hw + 1] = string.format('%d', inflight)
-    end
-    if band then hw[#hw + 1] = 'band'; hw[#hw + 1] = band end
-    if #hw > 0 then redis.call('HSET', h, unpack(hw)) end
+    resched(host, max_in_flight)
   end
 end
 if seq > first_seq then redis.call('HSET', ST, 'lseq', string.format('%d', seq)) end
