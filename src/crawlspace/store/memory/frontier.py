@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from crawlspace.frontier.addresses import AddressTokens
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
-from crawlspace.frontier.states import UrlState, check_reevaluation, check_transition
+from crawlspace.frontier.states import UrlState, check_transition
 from crawlspace.records import (
     Completion,
     Lease,
@@ -42,6 +42,7 @@ from crawlspace.store.memory.records import (
     page_lease,
     robots_lease,
 )
+from crawlspace.store.memory.reevaluate import reopen_excluded, robots_excluded
 from crawlspace.urls import host_key
 
 _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
@@ -369,37 +370,17 @@ class MemoryFrontier:
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         host = self._hosts.get(host_key)
-        if host is None:
-            return []
-        found: list[tuple[int, str]] = []
-        for url_id in sorted(host.robots_excluded):
-            url = self._by_id[url_id]
-            if url is None or url.state is not UrlState.EXCLUDED:
-                host.robots_excluded.discard(url_id)
-            elif len(found) < limit:
-                found.append((url_id, url.url))
-        return found
+        return [] if host is None else robots_excluded(host, self._by_id, limit)
 
     def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
         host = self._hosts.get(host_key)
         if host is None:
             return 0
-        requeued = 0
-        for url_id in url_ids:
-            if url_id not in host.robots_excluded:
-                continue  # not this host's, or not excluded by its robots.txt (any more)
-            host.robots_excluded.discard(url_id)
-            url = self._by_id[url_id]
-            if url is None or url.state is not UrlState.EXCLUDED:
-                continue
-            check_reevaluation(url.state.value)
-            url.state, url.reason = UrlState.QUEUED, None
-            url.version += 1
-            url.attempts = 0
+        reopened = reopen_excluded(host, self._by_id, url_ids)
+        for url in reopened:
             self._enqueue(host, url)
-            requeued += 1
         self._reschedule(host)
-        return requeued
+        return len(reopened)
 
     def take_address(
         self, address: str, holder: str, now: float, expires_at: float
