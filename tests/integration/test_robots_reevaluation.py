@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from crawlspace.demo.webfarm import LoggedRequest, Response, RouteFn, Site, WebFarm, html
+from crawlspace.demo.webfarm import LoggedRequest, Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
+from tests.integration.test_robots_lifetime import changing
 from tests.redis_servers import RedisDeployment, start_cluster
 from tests.workers import cli, crawl_with_workers
 
@@ -27,19 +28,6 @@ def robots(text: str) -> Response:
     return Response(200, headers, text.encode())
 
 
-def changing() -> RouteFn:
-    served = 0
-
-    def route(path_qs: str) -> Response | None:
-        nonlocal served
-        if path_qs != "/robots.txt":
-            return None
-        served += 1
-        return robots("User-agent: *\nDisallow: /private/\n" if served == 1 else "")
-
-    return route
-
-
 def site() -> Site:
     routes = {}
     for i in range(CHAIN):
@@ -48,7 +36,8 @@ def site() -> Site:
             links += f'<a href="/p{i + 1}">next</a>'
         routes[f"/p{i}"] = html(f"<html><body><h1>page {i}</h1>{links}</body></html>")
         routes[f"/private/{i}.html"] = html(f"<html><body>private {i}</body></html>")
-    return Site("changing", routes, changing())
+    first = robots("User-agent: *\nDisallow: /private/\n")
+    return Site("changing", routes, changing(first, robots("")))
 
 
 def write_config(path: Path) -> Path:

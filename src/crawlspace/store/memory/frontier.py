@@ -18,7 +18,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 
-from crawlspace.frontier.addresses import AddressTokens
+from crawlspace.frontier.addresses import AddressTokens, OwnedAddressTokens
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
 from crawlspace.frontier.states import UrlState, check_transition
@@ -49,7 +49,7 @@ _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 _BUDGET_HOST = "budget_host"
 
 
-class MemoryFrontier:
+class MemoryFrontier(OwnedAddressTokens):
     """The frontier core; implements ``crawlspace.store.base.Frontier``."""
 
     def __init__(
@@ -76,7 +76,7 @@ class MemoryFrontier:
         self._lease_ids = itertools.count(1)
         self._queued = 0
         self._links = LinkPolicy(limits, self._reprioritize)
-        self._addresses = AddressTokens(limits.address)  # per server address (addresses.py)
+        self.address_tokens = AddressTokens(limits.address)  # per server address (addresses.py)
 
     # ----------------------------------------------------------------------------- admission
 
@@ -381,14 +381,6 @@ class MemoryFrontier:
             self._enqueue(host, url)
         self._reschedule(host)
         return len(reopened)
-
-    def take_address(
-        self, address: str, holder: str, now: float, expires_at: float
-    ) -> float | None:
-        return self._addresses.take(address, holder, now, expires_at)
-
-    def give_address(self, address: str, holder: str, ended: float) -> None:
-        self._addresses.give(address, holder, ended)
 
     def expire_leases(self, now: float) -> int:
         expired = 0

@@ -17,7 +17,7 @@ from pathlib import Path
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
-from crawlspace.frontier.addresses import AddressTokens
+from crawlspace.frontier.addresses import AddressTokens, OwnedAddressTokens
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.robots.policy import ROBOTS_EXCLUSIONS
 from crawlspace.store.base import AddResult, FrontierLimits
@@ -41,7 +41,7 @@ _ROBOTS_EXCLUDED = "state = 'excluded' AND reason IN ('robots', 'robots_unavaila
 assert {"robots", "robots_unavailable"} == ROBOTS_EXCLUSIONS
 
 
-class SqliteStore(RecordsDelegate):
+class SqliteStore(RecordsDelegate, OwnedAddressTokens):
     """Implements ``crawlspace.store.base.Store`` on a local SQLite file: the frontier's rows
     beside the crawl's records (``records.py``), in the same file and the same transactions."""
 
@@ -77,7 +77,8 @@ class SqliteStore(RecordsDelegate):
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
         self.ranking = sqlite_priority.Ranking(self.limits.priority_rules())
         self._band_tally: dict[int, list[int]] = {}
-        self._addresses = AddressTokens(self.limits.address)
+        # Per server address: one owner, so in memory (frontier/addresses.py).
+        self.address_tokens = AddressTokens(self.limits.address)
         # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.
         self._pages_done: int | None = None
         self._bytes_done: int | None = None
@@ -241,16 +242,6 @@ class SqliteStore(RecordsDelegate):
                 ).rowcount
             db.execute("UPDATE hosts SET queued = queued + ? WHERE id = ?", (requeued, row[0]))
         return requeued
-
-    # -- per server address: one owner, so in memory (frontier/addresses.py) ------------------
-
-    def take_address(
-        self, address: str, holder: str, now: float, expires_at: float
-    ) -> float | None:
-        return self._addresses.take(address, holder, now, expires_at)
-
-    def give_address(self, address: str, holder: str, ended: float) -> None:
-        self._addresses.give(address, holder, ended)
 
     def expire_leases(self, now: float) -> int:
         return self._return_leases(now, now)
