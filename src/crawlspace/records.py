@@ -132,6 +132,8 @@ class Completion:
     revisit: RevisitPlan | None = None
     # Judged an exact or near duplicate (frontier/duplicates.py): its host's count grows.
     duplicate: bool = False
+    # Set by the store: the discovered URLs on the page's own host it queued as new.
+    admitted: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

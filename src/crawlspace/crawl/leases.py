@@ -22,6 +22,7 @@ from crawlspace.crawl.addresses import AddressBusyError
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.robots_visit import robots_retrying
+from crawlspace.crawl.traps import TrapWatch
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
 from crawlspace.faults import crash_point, drop_ack
@@ -41,10 +42,14 @@ ROBOTS_CACHE_HOSTS = 10_000  # parsed robots.txt kept in memory (LRU); the store
 
 class RobotsCache:
     """Parsed robots.txt of the hosts leased lately. Bounded: a record may hold 512 KiB, and
-    memory must not grow with the number of hosts (the store keeps every record)."""
+    memory must not grow with the number of hosts (the store keeps every record). A record past
+    its expiry is read again: on a shared frontier another worker may have fetched a newer one
+    (a page lease after expiry means it has), and rules read from the old one would exclude
+    URLs the new one allows, after its re-evaluation ran."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, now: Callable[[], float]) -> None:
         self._store = store
+        self._now = now
         self._entries: OrderedDict[str, tuple[RobotsRecord, RobotsTxt]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -52,6 +57,10 @@ class RobotsCache:
 
     def get(self, host_key: str) -> tuple[RobotsRecord, RobotsTxt]:
         cached = self._entries.get(host_key)
+        if cached is not None and cached[0].expires_at <= self._now():
+            stored = self._store.robots(host_key)
+            if stored is not None and stored != cached[0]:
+                cached = None
         if cached is not None:
             self._entries.move_to_end(host_key)
             return cached
@@ -108,7 +117,8 @@ class LeaseRunner:
         self._revisit = parts.config.revisit_policy()
         self._add_sitemaps = add_sitemaps
         self._request_stop = request_stop
-        self.robots = RobotsCache(parts.store)
+        self.robots = RobotsCache(parts.store, parts.clock.now)
+        self.traps = TrapWatch(parts.store, parts.config.yield_rules())
         self.tally = LeaseTally()
         self._flushed_waits = 0
 
@@ -132,6 +142,10 @@ class LeaseRunner:
             if robots_retrying(record):
                 # robots.txt is only temporarily unreachable: wait for its retry, exclude nothing.
                 self._store.release(lease, self._now())
+                return
+            trap = self.traps.verdict(lease)
+            if trap is not None:  # its URL family on its host is a trap: not fetched
+                await self.commit(lease, Completion(state="excluded", reason=trap))
                 return
             completion = await visitor.visit_page(lease, record, rules)
             await self.commit(lease, completion)
@@ -239,10 +253,13 @@ class LeaseRunner:
             return
         if completion.state != "queued":  # a visit's end: when is the URL visited next
             completion.revisit = plan_revisit(lease, completion, self._now(), self._revisit)
+        self.traps.screen(lease, completion)  # links into a flagged family are refused
         committed = await self._committer.submit(lease, completion)
         crash_point("after_commit")
         self._parts.telemetry.on_commit(lease.host_key, completion, committed)
         tally = self.tally
+        if committed:
+            self.traps.observe(lease, completion)  # the page counts in its URL family
         if committed and completion.fetch:
             # A retried attempt used bandwidth, but the store keeps no fetch row for it (its
             # response is in the WARC only): not a page done, as max_pages counts fetch rows.

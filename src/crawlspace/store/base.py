@@ -114,6 +114,15 @@ class Frontier(Protocol):
         visit (version + 1, attempts from 0); returns how many."""
         ...
 
+    def host_notes(self, host_key: str) -> dict[str, str]:
+        """Every note kept for the host (name -> text); {} for a host without notes."""
+        ...
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        """Keep ``text`` as the host's note ``name`` (replacing it). Notes hold what crawl
+        policy learns about a host (frontier/trap_yield.py); the store only keeps them."""
+        ...
+
     def expire_leases(self, now: float) -> int:
         """Return leases whose expiry passed to their host queues and give the tokens back."""
         ...

@@ -204,6 +204,13 @@ class SharedStore(RecordsDelegate):
             self.records.store_robots(db, self.records.host_id(db, lease.host_key), record)
         return True
 
+    def host_notes(self, host_key: str) -> dict[str, str]:
+        return self.frontier.host_notes(host_key)
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        self.frontier.put_host_note(host_key, name, text)
+        self.records.put_host_note(host_key, name, text)  # a local copy, for stats and export
+
     def close(self) -> None:
         self.records.close()
         self.frontier.close()

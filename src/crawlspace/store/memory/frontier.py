@@ -33,6 +33,7 @@ from crawlspace.robots.policy import ROBOTS_EXCLUSIONS
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.due import DueRevisits
 from crawlspace.store.memory.links import Admitted, LinkPolicy
+from crawlspace.store.memory.notes import HostNotesInMemory
 from crawlspace.store.memory.ready import COMPACT_FACTOR, COMPACT_MIN, ReadyHosts
 from crawlspace.store.memory.records import (
     Active,
@@ -49,7 +50,7 @@ _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 _BUDGET_HOST = "budget_host"
 
 
-class MemoryFrontier(OwnedAddressTokens):
+class MemoryFrontier(OwnedAddressTokens, HostNotesInMemory):
     """The frontier core; implements ``crawlspace.store.base.Frontier``."""
 
     def __init__(
@@ -62,6 +63,7 @@ class MemoryFrontier(OwnedAddressTokens):
                 f"max_in_flight_per_host must be at least 1, got {limits.max_in_flight_per_host}"
             )
         self._limits = limits
+        self.notes = {}
         self._robots_url = robots_url
         self._urls: dict[str, MemUrl] = {}  # every URL ever seen: the source of truth for dedup
         self._by_id: list[MemUrl | None] = [None]  # url_id 0 is the robots lease's placeholder

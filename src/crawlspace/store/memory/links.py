@@ -89,7 +89,9 @@ class LinkPolicy:
         cash: tuple[float, float],
         known_urls: int,
     ) -> None:
-        """A finished visit's links: the host's discovery window, then in-links and cash."""
+        """A finished visit's links: what it queued on its host (``completion.admitted``), the
+        host's discovery window, then in-links and cash."""
+        completion.admitted = [url.url for url in admitted.new if url.host_key == host.key]
         self._window(host, completion, admitted)
         share, to_lambda = cash
         for url in admitted.new:

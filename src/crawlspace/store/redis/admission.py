@@ -28,12 +28,12 @@ def admit(
     *,
     page_host: str | None = None,
     cash: tuple[float, float] | None = None,
-) -> tuple[AddResult, list[str]]:
+) -> tuple[AddResult, list[str], list[str]]:
     """Enqueue-if-new with the per-host cap and the keyed budgets, whose keys are computed
     here by the policy's key functions; the script only counts and compares. A fetched
-    page's links (``page_host`` given) are its in-links too; returns the result and the ids
-    admitted on ``page_host``. Under AOPIC ``cash`` is (Lambda's per-page total, each
-    candidate's cash), and a new URL's priority is what that cash buys."""
+    page's links (``page_host`` given) are its in-links too. Under AOPIC ``cash`` is
+    (Lambda's per-page total, each candidate's cash), and a new URL's priority is what that
+    cash buys. Returns the result, and the ids and URLs admitted on ``page_host``."""
     by_bucket: dict[int, list[object]] = {}
     key_fns = [budget.key_of for budget in budgets]
     priority = None if cash is None else cash_priority(cash[1])
@@ -92,7 +92,7 @@ def admit(
             if int(n):
                 rejected[reason] = rejected.get(reason, 0) + int(n)
         focus += [str(i) for i in reply[2 + len(reasons) :]]
-    return AddResult(added, seen, rejected), focus
+    return AddResult(added, seen, rejected), focus[0::2], focus[1::2]
 
 
 def exclude(

@@ -126,7 +126,7 @@ class RedisFrontier(ScriptRunner):
         if completion.discovered:
             # Other buckets, so not atomic with the completion: add first (see module docstring).
             page = lease.host_key if completion.state != "queued" else None
-            result, found = admit(
+            result, found, completion.admitted = admit(
                 self,
                 completion.discovered,
                 now,
@@ -340,6 +340,14 @@ class RedisFrontier(ScriptRunner):
             attempts=int(f["attempts"]),
             error=f["error"] or None,
         )
+
+    def host_notes(self, host_key: str) -> dict[str, str]:
+        key = f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
+        return dict(self.retrying(lambda: self.client.hgetall(key)))
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        key = f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
+        self.retrying(lambda: self.client.hset(key, name, text))
 
     # -- crawl bookkeeping and inspection ------------------------------------------------------
 

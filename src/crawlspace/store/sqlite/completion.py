@@ -133,6 +133,9 @@ def _take_links(
         over_host_budget = result.rejected.get("budget_host", 0)
         for reason, n in result.rejected.items():
             completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+    if admitted:
+        own = {c.url for c in completion.discovered if c.host_key == lease.host_key}
+        completion.admitted = [url for url in admitted if url in own]
     if requeue:
         return
     sqlite_traps.account_discovery(

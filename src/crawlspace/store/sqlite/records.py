@@ -157,6 +157,21 @@ class CrawlRecords:
             host_key, status, outcome, bytes(body), fetched_at, expires_at, attempts, error
         )
 
+    def host_notes(self, host_key: str) -> dict[str, str]:
+        rows = self.db.execute(
+            "SELECT n.name, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
+            " WHERE h.host_key = ?",
+            (host_key,),
+        )
+        return {str(name): str(text) for name, text in rows}
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO host_notes (host_id, name, text) VALUES (?, ?, ?)",
+                (self.host_id(db, host_key), name, text),
+            )
+
     def count_rejections(self, rejections: dict[str, int]) -> None:
         with self.transaction() as db:
             self.count(db, rejections)
@@ -223,3 +238,9 @@ class RecordsDelegate:
 
     def record_sample(self, sample: dict[str, float | None]) -> None:
         self.records.record_sample(sample)
+
+    def host_notes(self, host_key: str) -> dict[str, str]:
+        return self.records.host_notes(host_key)
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        self.records.put_host_note(host_key, name, text)

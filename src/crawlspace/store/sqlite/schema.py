@@ -165,6 +165,13 @@ CREATE TABLE IF NOT EXISTS host_discovery (
     last_ratio REAL,
     flagged    INTEGER NOT NULL
 );
+-- What crawl policy learns about a host, as text by name (frontier/trap_yield.py families).
+CREATE TABLE IF NOT EXISTS host_notes (
+    host_id INTEGER NOT NULL,
+    name    TEXT NOT NULL,
+    text    TEXT NOT NULL,
+    PRIMARY KEY (host_id, name)
+) WITHOUT ROWID;
 -- Freshness: one row per revisit lease, how long after its due time it was leased.
 CREATE TABLE IF NOT EXISTS revisit_lags (
     id        INTEGER PRIMARY KEY,

@@ -188,6 +188,7 @@ class SqliteStore(RecordsDelegate, OwnedAddressTokens):
             ]
         for (_, given), (_, done) in zip(items, work, strict=True):
             given.rejections, given.discovered = done.rejections, done.discovered
+            given.admitted = done.admitted
         return results
 
     def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
+from crawlspace.frontier.trap_yield import NOTE_PREFIX, decode
 from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 
@@ -185,6 +186,17 @@ def trap_stats(db: sqlite3.Connection) -> dict[str, Any]:
                 "SELECT h.host_key, d.last_ratio FROM host_discovery d"
                 " JOIN hosts h ON h.id = d.host_id WHERE d.flagged = 1 ORDER BY h.host_key"
             )
+        ]
+    if "host_notes" in tables:
+        # URL families flagged by what they yield (frontier/trap_yield.py).
+        out["flagged_families"] = [
+            {"host": host, "family": name[len(NOTE_PREFIX) :], "reason": state.verdict}
+            for host, name, text in db.execute(
+                "SELECT h.host_key, n.name, n.text FROM host_notes n"
+                " JOIN hosts h ON h.id = n.host_id WHERE n.name LIKE 'yield:%'"
+                " ORDER BY h.host_key, n.name"
+            )
+            if (state := decode(text)).verdict is not None
         ]
     if "host_templates" in tables:
         row = db.execute("SELECT COUNT(*), MAX(urls) FROM host_templates").fetchone()

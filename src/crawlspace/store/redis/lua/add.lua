@@ -34,7 +34,7 @@ for b = 1, nb do
   caps[b] = tonumber(ARGV[12 + 2 * b])
 end
 local first = 13 + 2 * nb
-local focus = {}  -- ids admitted on the page's host
+local focus = {}  -- id, url of each URL admitted on the page's host
 local width = 7 + nb
 local SEEN = P .. 'seen'
 local before = marks()
@@ -165,7 +165,7 @@ for i = first, #ARGV, width do
       touched[host] = (touched[host] or 0) + 1
       redis.call('ZADD', qkey(host), ARGV[i + 3], id)
       added = added + 1
-      if host == page_host then focus[#focus + 1] = id end
+      if host == page_host then focus[#focus + 1] = id; focus[#focus + 1] = url end
     end
   end
 end

@@ -1,0 +1,37 @@
+"""Host notes and what a completion queued, the two primitives trap detection by yield
+(frontier/trap_yield.py, crawl/traps.py) stands on, the same on memory, SQLite, one Redis and a
+3-master Redis Cluster: notes are kept per host by name and replaced; a completion reports the
+URLs of its own host it queued as new, not those already seen nor those of other hosts."""
+
+from __future__ import annotations
+
+from crawlspace.records import Completion, LeaseKind
+from crawlspace.store.base import FrontierLimits
+from tests.conformance.conftest import LEASE_SECONDS, FrontierFactory, cand, fetched, robots_ok
+
+HOST = "http://a.example"
+OTHER = "http://b.example"
+
+
+def test_notes_are_kept_per_host_and_replaced(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    assert frontier.host_notes(HOST) == {}
+    frontier.put_host_note(HOST, "yield:/cal/", "1 2 3")
+    frontier.put_host_note(HOST, "yield:/shop?", "x")
+    frontier.put_host_note(OTHER, "yield:/cal/", "other")
+    frontier.put_host_note(HOST, "yield:/cal/", "4 5 6")
+    assert frontier.host_notes(HOST) == {"yield:/cal/": "4 5 6", "yield:/shop?": "x"}
+    assert frontier.host_notes(OTHER) == {"yield:/cal/": "other"}
+
+
+def test_a_completion_reports_what_it_queued_on_its_host(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand(HOST, "/"), cand(HOST, "/known")], 0.0)
+    (robots,) = frontier.lease(0.0, 10, LEASE_SECONDS)
+    assert robots.kind is LeaseKind.ROBOTS
+    assert frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
+    (lease,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    done: Completion = fetched(1.0)
+    done.discovered = [cand(HOST, "/known"), cand(HOST, "/new"), cand(OTHER, "/new")]
+    assert frontier.complete(lease, done, 1.0)
+    assert done.admitted == [HOST + "/new"]
