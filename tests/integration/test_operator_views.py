@@ -44,6 +44,10 @@ TRAP_REASONS = (
     "budget_host",
     "budget_host_day",
     "url_length",
+    "trap_template",
+    "trap_facets",
+    "trap_loop",
+    "canonical_variant",
 )
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -351,9 +355,9 @@ def test_dashboard_renders_plots_and_sorts_hosts(finished: Path, browser: Any) -
         assert page.get_attribute("#hosts th[data-key=fetched]", "aria-sort") == "descending"
         assert page.locator("#errors tbody tr").count() >= 3
         stats = crawl_stats(finished)
-        trap_rows = len(stats["traps"].get("flagged_hosts", [])) + sum(
-            1 for reason in TRAP_REASONS if stats["rejections"].get(reason)
-        )
+        flagged = len(stats["traps"].get("flagged_hosts", []))
+        flagged += len(stats["traps"].get("flagged_families", []))
+        trap_rows = flagged + sum(1 for reason in TRAP_REASONS if stats["rejections"].get(reason))
         assert page.locator("#traps tbody tr").count() == trap_rows
         assert "404" in page.inner_text("#status-mix")
         shot = finished.parent / "dashboard.png"

@@ -21,8 +21,8 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressBusyError
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
+from crawlspace.crawl.host_rules import HostRules
 from crawlspace.crawl.robots_visit import robots_retrying
-from crawlspace.crawl.traps import TrapWatch
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
 from crawlspace.faults import crash_point, drop_ack
@@ -118,7 +118,7 @@ class LeaseRunner:
         self._add_sitemaps = add_sitemaps
         self._request_stop = request_stop
         self.robots = RobotsCache(parts.store, parts.clock.now)
-        self.traps = TrapWatch(parts.store, parts.config.yield_rules())
+        self.host_rules = HostRules(parts.store, parts.config.yield_rules(), parts.clock.now)
         self.tally = LeaseTally()
         self._flushed_waits = 0
 
@@ -143,9 +143,9 @@ class LeaseRunner:
                 # robots.txt is only temporarily unreachable: wait for its retry, exclude nothing.
                 self._store.release(lease, self._now())
                 return
-            trap = self.traps.verdict(lease)
-            if trap is not None:  # its URL family on its host is a trap: not fetched
-                await self.commit(lease, Completion(state="excluded", reason=trap))
+            learned = self.host_rules.before_fetch(lease)
+            if learned is not None:  # a trap's member or a canonical's variant: not fetched
+                await self.commit(lease, learned)
                 return
             completion = await visitor.visit_page(lease, record, rules)
             await self.commit(lease, completion)
@@ -253,13 +253,13 @@ class LeaseRunner:
             return
         if completion.state != "queued":  # a visit's end: when is the URL visited next
             completion.revisit = plan_revisit(lease, completion, self._now(), self._revisit)
-        self.traps.screen(lease, completion)  # links into a flagged family are refused
+        self.host_rules.screen(lease, completion)  # links into traps, canonical variants
         committed = await self._committer.submit(lease, completion)
         crash_point("after_commit")
         self._parts.telemetry.on_commit(lease.host_key, completion, committed)
         tally = self.tally
         if committed:
-            self.traps.observe(lease, completion)  # the page counts in its URL family
+            self.host_rules.observe(lease, completion)  # its URL family, its canonical
         if committed and completion.fetch:
             # A retried attempt used bandwidth, but the store keeps no fetch row for it (its
             # response is in the WARC only): not a page done, as max_pages counts fetch rows.

@@ -45,9 +45,14 @@ def process_html(
     body: bytes, *, url: str, content_type: str | None, product_token: str
 ) -> ProcessedContent:
     page = extract(body, base_url=url, content_type=content_type, product_token=product_token)
+    links = [(link.href, link.nofollow) for link in page.links]
+    if page.canonical is not None:
+        # A canonical URL is admitted like a link (scope and every check apply), so the page a
+        # variant names is crawled even when nothing links to it.
+        links.append((page.canonical, False))
     return ProcessedContent(
         base_url=page.base_url,
-        prelinks=prenormalize(((link.href, link.nofollow) for link in page.links), page.base_url),
+        prelinks=prenormalize(links, page.base_url),
         text_sha256=hashlib.sha256(page.text.encode()).hexdigest() if page.text else None,
         simhash=simhash64(page.text) if page.text else None,
         canonical=page.canonical,

@@ -142,9 +142,10 @@
 
   // Hosts the trap detector flagged (discovery ratio not falling; their new links are demoted)
   // and the URLs refused by each trap budget.
+  // URL families flagged by what they yield (frontier/trap_yield.py) are listed too.
   var TRAP_REASONS = ["depth", "path_repeat", "query_params", "budget_template", "excluded_pattern",
-                      "budget_host",
-                      "budget_host_day", "url_length"];
+                      "budget_host", "budget_host_day", "url_length", "trap_template",
+                      "trap_facets", "trap_loop", "canonical_variant"];
 
   function renderTraps(summary) {
     var body = $("traps").tBodies[0], rows = [];
@@ -154,6 +155,14 @@
       tr.appendChild(el("td", "demoted host"));
       tr.appendChild(el("td", h.host));
       tr.appendChild(el("td", "discovery ratio " + Number(h.discovery_ratio).toFixed(2)));
+      rows.push(tr);
+    });
+    var families = (summary.traps && summary.traps.flagged_families) || [];
+    families.forEach(function (f) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "trap family"));
+      tr.appendChild(el("td", f.host + " " + f.family));
+      tr.appendChild(el("td", f.reason));
       rows.push(tr);
     });
     var rejected = summary.rejections || {};
