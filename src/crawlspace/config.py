@@ -163,12 +163,13 @@ class CrawlConfig:
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
     # Traps by yield (frontier/trap_yield.py): a URL family whose pages, over a window of
-    # trap_sample pages (0: off), are at least trap_sibling_share within trap_sibling_bits
-    # simhash bits of a sibling and keep queuing new members of the family is a trap: its links
-    # are refused and its queued URLs excluded (trap_template, trap_facets, trap_loop).
+    # trap_sample pages (0: off), are at least trap_sibling_share near a sibling (at most
+    # trap_sibling_new_pairs word pairs of their own) and keep queuing new members of the
+    # family is a trap: its links are refused and its queued URLs excluded (trap_template,
+    # trap_facets, trap_loop).
     trap_sample: int = 20
     trap_sibling_share: float = 0.7
-    trap_sibling_bits: int = 12
+    trap_sibling_new_pairs: int = 8
     # Recrawl (frontier/revisit.py): --continuous keeps the crawl running and revisits each
     # fetched URL at its adaptive interval in [revisit_min_interval, revisit_max_interval];
     # revisit_share of the leases go to due revisits when a host has both kinds of work.
@@ -222,7 +223,7 @@ class CrawlConfig:
         return front_queues(self.priority_policy, self.host_priority_aging)
 
     def yield_rules(self) -> YieldRules:
-        return YieldRules(self.trap_sample, self.trap_sibling_share, self.trap_sibling_bits)
+        return YieldRules(self.trap_sample, self.trap_sibling_share, self.trap_sibling_new_pairs)
 
     def revisit_policy(self) -> RevisitPolicy:
         return RevisitPolicy(

@@ -100,8 +100,10 @@ def _check_limits(config: CrawlConfig) -> None:
         raise ConfigError(f"discovery_window must be >= 1 (got {config.discovery_window})")
     if config.trap_sample < 0 or not 0.0 < config.trap_sibling_share <= 1.0:
         raise ConfigError("trap_sample must be >= 0 and trap_sibling_share in (0, 1]")
-    if not 0 <= config.trap_sibling_bits <= 63:
-        raise ConfigError(f"trap_sibling_bits must be 0..63 (got {config.trap_sibling_bits})")
+    if config.trap_sibling_new_pairs < 0:
+        raise ConfigError(
+            f"trap_sibling_new_pairs must be >= 0 (got {config.trap_sibling_new_pairs})"
+        )
 
 
 def _check_rules(config: CrawlConfig) -> None:

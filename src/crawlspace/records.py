@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crawlspace.dedup.sketch import Sketch
 
 
 class LeaseKind(StrEnum):
@@ -86,6 +90,8 @@ class FetchRecord:
     redirect_to: str | None = None
     # Unsigned 64-bit simhash of the extracted text (dedup/simhash.py); None without text.
     simhash: int | None = None
+    # Bottom-k sketch of its word pairs (dedup/sketch.py), for trap detection; not stored.
+    sketch: Sketch | None = None
 
 
 @dataclass(frozen=True, slots=True)

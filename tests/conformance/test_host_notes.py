@@ -15,13 +15,16 @@ OTHER = "http://b.example"
 
 def test_notes_are_kept_per_host_and_replaced(make_frontier: FrontierFactory) -> None:
     frontier = make_frontier(FrontierLimits())
-    assert frontier.host_notes(HOST) == {}
+    names = ["yield:/cal/", "yield:/shop?", "learned"]
+    assert frontier.host_notes(HOST, names) == {}
     frontier.put_host_note(HOST, "yield:/cal/", "1 2 3")
     frontier.put_host_note(HOST, "yield:/shop?", "x")
     frontier.put_host_note(OTHER, "yield:/cal/", "other")
-    frontier.put_host_note(HOST, "yield:/cal/", "4 5 6")
-    assert frontier.host_notes(HOST) == {"yield:/cal/": "4 5 6", "yield:/shop?": "x"}
-    assert frontier.host_notes(OTHER) == {"yield:/cal/": "other"}
+    frontier.put_host_note(HOST, "yield:/cal/", "4 5\n6")
+    assert frontier.host_notes(HOST, names) == {"yield:/cal/": "4 5\n6", "yield:/shop?": "x"}
+    assert frontier.host_notes(HOST, ["yield:/shop?"]) == {"yield:/shop?": "x"}
+    assert frontier.host_notes(HOST, []) == {}
+    assert frontier.host_notes(OTHER, names) == {"yield:/cal/": "other"}
 
 
 def test_a_completion_reports_what_it_queued_on_its_host(make_frontier: FrontierFactory) -> None:

@@ -48,6 +48,7 @@ TRAP_REASONS = (
     "trap_facets",
     "trap_loop",
     "canonical_variant",
+    "equivalent_url",
 )
 
 CHROMIUM = Path("/usr/bin/chromium")

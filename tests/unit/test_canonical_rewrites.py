@@ -8,7 +8,6 @@ from crawlspace.frontier.canonical import (
     Rewrite,
     active_rewrites,
     apply_rewrite,
-    note_name,
     observe_canonical,
     rewrite_of,
 )
@@ -34,28 +33,29 @@ def test_the_rewrite_a_canonical_shows(url: str, canonical: str, rule: Rewrite |
     assert rewrite_of(H + url, "http://other.example" + canonical) is None
 
 
-def learn(notes: dict[str, str], url: str, canonical: str | None) -> dict[str, str]:
+def learn(note: str | None, url: str, canonical: str | None) -> str | None:
     target = None if canonical is None else H + canonical
-    return {**notes, **observe_canonical(H + url, target, notes)}
+    changed = observe_canonical(H + url, target, note)
+    return note if changed is None else changed
 
 
 def test_a_rewrite_is_active_after_two_confirmations() -> None:
-    notes = learn({}, "/print/1.html", "/a/1.html")
-    assert active_rewrites(notes) == []
-    notes = learn(notes, "/print/2.html", "/a/2.html")
-    assert active_rewrites(notes) == [Rewrite("/print/", "/a/")]
-    assert notes[note_name(Rewrite("/print/", "/a/"))] == "2 0"
-    rules = active_rewrites(notes)
+    note = learn(None, "/print/1.html", "/a/1.html")
+    assert active_rewrites(note) == ()
+    note = learn(note, "/print/2.html", "/a/2.html")
+    assert active_rewrites(note) == (Rewrite("/print/", "/a/"),)
+    assert note == "/print/ /a/ 2 0"
+    rules = active_rewrites(note)
     assert apply_rewrite(H + "/print/9.html?x=1", rules) == H + "/a/9.html?x=1"
     assert apply_rewrite(H + "/a/9.html", rules) is None
 
 
 def test_a_contradiction_keeps_a_rewrite_off() -> None:
-    notes = learn({}, "/print/1.html", "/a/1.html")
-    notes = learn(notes, "/print/2.html", None)  # a print page with no canonical
-    notes = learn(notes, "/print/3.html", "/a/3.html")
-    notes = learn(notes, "/print/4.html", "/a/4.html")
-    assert active_rewrites(notes) == []
+    note = learn(None, "/print/1.html", "/a/1.html")
+    note = learn(note, "/print/2.html", None)  # a print page with no canonical
+    note = learn(note, "/print/3.html", "/a/3.html")
+    note = learn(note, "/print/4.html", "/a/4.html")
+    assert active_rewrites(note) == ()
     # The prefix's own index page is no contradiction; pages elsewhere change nothing.
-    assert observe_canonical(H + "/print/", None, notes) == {}
-    assert observe_canonical(H + "/a/5.html", H + "/a/5.html", notes) == {}
+    assert observe_canonical(H + "/print/", None, note) is None
+    assert observe_canonical(H + "/a/5.html", H + "/a/5.html", note) is None

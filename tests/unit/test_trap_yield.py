@@ -6,6 +6,8 @@ import random
 
 import pytest
 
+from crawlspace.dedup.simhash import simhash_and_sketch
+from crawlspace.dedup.sketch import Sketch
 from crawlspace.frontier.trap_yield import (
     FamilyYield,
     YieldRules,
@@ -13,28 +15,34 @@ from crawlspace.frontier.trap_yield import (
     encode,
     observe,
     url_family,
-    verdicts,
-    verdicts_text,
 )
 
-RULES = YieldRules(sample=10, sibling_share=0.7, sibling_bits=12, minting_share=0.5)
-BASE = 0x5A5A_1234_F0F0_0F0F
+RULES = YieldRules(sample=10, sibling_share=0.7, sibling_new_pairs=8, minting_share=0.5)
+WORDS = [f"w{i}" for i in range(500)]
+TEMPLATE = " ".join(WORDS[:60])
 
 
-def near(i: int) -> int:
-    """A fingerprint within 3 bits of BASE."""
+def sketch(text: str) -> Sketch:
+    return simhash_and_sketch(text)[1]
+
+
+def near(i: int) -> Sketch:
+    """A page of the template with a date of its own: two words differ."""
+    return sketch(f"{TEMPLATE} day {i} of the month")
+
+
+def far(i: int) -> Sketch:
+    """A page with text of its own: forty words drawn for it, on the same template."""
     rng = random.Random(i)
-    return BASE ^ sum(1 << b for b in rng.sample(range(64), 3))
+    return sketch(TEMPLATE[:100] + " " + " ".join(rng.choice(WORDS) for _ in range(40)))
 
 
-def far(i: int) -> int:
-    return random.Random(1000 + i).getrandbits(64)
-
-
-def run(family: str, pages: list[tuple[str, int, int]], rules: YieldRules = RULES) -> FamilyYield:
+def run(
+    family: str, pages: list[tuple[str, Sketch, int]], rules: YieldRules = RULES
+) -> FamilyYield:
     state = FamilyYield()
-    for url, simhash, minted in pages:
-        state = observe(state, family, url=url, simhash=simhash, minted=minted, rules=rules)
+    for url, page, minted in pages:
+        state = observe(state, family, url=url, sketch=page, minted=minted, rules=rules)
         state = decode(encode(state))  # as a host note keeps it
     return state
 
@@ -105,16 +113,8 @@ def test_off_when_the_sample_is_zero() -> None:
 
 
 def test_notes_round_trip_and_unreadable_notes_start_afresh() -> None:
-    state = FamilyYield(3, 2, 2, 1, 4, BASE, None, 33, None)
+    state = FamilyYield(3, 2, 2, 1, 4, near(1), None, 33, None)
     assert decode(encode(state)) == state
     assert decode(None) == FamilyYield()
     assert decode("garbage") == FamilyYield()
-    assert decode("1 2 3 4 5 x y 9 -") == FamilyYield()
-
-
-def test_verdicts_are_read_from_a_hosts_notes() -> None:
-    flagged = encode(FamilyYield(total=20, verdict="trap_facets"))
-    open_family = encode(FamilyYield(total=20))
-    notes = {"yield:/shop?": flagged, "yield:/docs/": open_family, "other": "trap_facets"}
-    assert verdicts(notes) == {"/shop?": "trap_facets"}
-    assert verdicts_text(notes) == "/shop?=trap_facets"
+    assert decode("1 2 3 4 5 x y 9 -") == FamilyYield(1, 2, 3, 4, 5, None, None, 9, None)

@@ -12,7 +12,8 @@ import logging
 import math
 
 from crawlspace.config import CrawlConfig
-from crawlspace.dedup.simhash import simhash64
+from crawlspace.dedup.simhash import simhash_and_sketch
+from crawlspace.dedup.sketch import Sketch
 from crawlspace.discovery.links import Discovery
 from crawlspace.discovery.sitemaps import SITEMAP_SOURCE, admit_sitemap_doc
 from crawlspace.fetch.transport import FetchResponse
@@ -89,6 +90,7 @@ def fetch_record(
 ) -> FetchRecord:
     """The fetch row of a visit that got a response."""
     warc_file, offset, length = location
+    simhash, sketch = page_fingerprints(content)
     return FetchRecord(
         url=lease.url,
         final_url=response.url,
@@ -110,7 +112,8 @@ def fetch_record(
         else parse_x_robots_tag(response.header_values("x-robots-tag"), product_token).noindex,
         redirect_to=redirect_target(response),
         canonical=content.canonical if content is not None else None,
-        simhash=page_simhash(content),
+        simhash=simhash,
+        sketch=sketch,
     )
 
 
@@ -148,9 +151,12 @@ def text_sha256(content: ProcessedContent | None) -> str | None:
     return hashlib.sha256(content.text.encode()).hexdigest() if content.text else None
 
 
-def page_simhash(content: ProcessedContent | None) -> int | None:
+def page_fingerprints(content: ProcessedContent | None) -> tuple[int | None, Sketch | None]:
+    """The page's simhash and sketch: from the parse worker, or computed here from its text."""
     if content is None:
-        return None
+        return None, None
     if content.simhash is not None:  # computed in the parse worker
-        return content.simhash
-    return simhash64(content.text) if content.text else None
+        return content.simhash, content.sketch
+    if not content.text:
+        return None, None
+    return simhash_and_sketch(content.text)

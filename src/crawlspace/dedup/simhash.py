@@ -26,7 +26,17 @@ from typing import Final
 
 import xxhash
 
-__all__ = ["SCHEME", "SHINGLE", "hamming", "simhash64", "to_signed", "to_unsigned"]
+from crawlspace.dedup.sketch import Sketch, sketch_of
+
+__all__ = [
+    "SCHEME",
+    "SHINGLE",
+    "hamming",
+    "simhash64",
+    "simhash_and_sketch",
+    "to_signed",
+    "to_unsigned",
+]
 
 SCHEME: Final = "xxh3-seeded-v3"
 SHINGLE: Final = 2  # bigrams: see benchmarks/simhash_bench.py for recall by shingle size
@@ -73,6 +83,15 @@ def simhash64(text: str, shingle: int = SHINGLE) -> int:
     if not words:
         return 0
     return _majority_bits(_shingle_hashes(words, shingle))
+
+
+def simhash_and_sketch(text: str, shingle: int = SHINGLE) -> tuple[int, Sketch]:
+    """The simhash and the bottom-k sketch (dedup/sketch.py) of ``text``, shingled once."""
+    words = _WORD.findall(text.lower())
+    if not words:
+        return 0, sketch_of(())
+    hashes = _shingle_hashes(words, shingle)
+    return _majority_bits(hashes), sketch_of(hashes)
 
 
 def hamming(a: int, b: int) -> int:

@@ -1,6 +1,7 @@
 """rel=canonical rewrites learned per host: when a host's pages keep naming a URL of another path
 prefix as their canonical (``/print/X`` -> ``/a/X``), the variants need not be fetched. Pure;
-the crawl (crawl/host_rules.py) keeps the counts as host notes and applies the rules.
+the crawl (crawl/host_rules.py) keeps the counts in the host note "canon" and applies the
+active rewrites through the host's "learned" note (frontier/learned.py).
 
 A fetched page whose canonical is another URL of its host, with the same query and the same
 path after a short prefix, confirms the prefix rewrite (``/print/`` -> ``/a/``). After
@@ -14,23 +15,22 @@ must not swallow a site.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "CONFIRMATIONS",
-    "NOTE_PREFIX",
+    "NOTE",
     "Rewrite",
     "active_rewrites",
     "apply_rewrite",
-    "note_name",
     "observe_canonical",
     "rewrite_of",
 ]
 
-NOTE_PREFIX: Final = "canon:"  # host notes: "canon:" + source + " " + target -> "hits misses"
+NOTE: Final = "canon"  # the host note: one "SOURCE TARGET HITS MISSES" line per rewrite
 CONFIRMATIONS: Final = 2
 MAX_PREFIX: Final = 2  # segments in a rewrite's source or target prefix
 MAX_RULES: Final = 50  # rewrites tracked per host
@@ -65,55 +65,49 @@ def rewrite_of(url: str, canonical: str) -> Rewrite | None:
     return Rewrite(_prefix(source), _prefix(target))
 
 
-def note_name(rule: Rewrite) -> str:
-    return f"{NOTE_PREFIX}{rule.source} {rule.target}"
-
-
-def _counts(text: str | None) -> tuple[int, int]:
-    try:
-        hits, misses = (int(f) for f in (text or "0 0").split(" "))
-    except ValueError:
-        return 0, 0
-    return hits, misses
-
-
-def _rules(notes: Mapping[str, str]) -> dict[Rewrite, tuple[int, int]]:
+def _rules(note: str | None) -> dict[Rewrite, tuple[int, int]]:
     out = {}
-    for name, text in notes.items():
-        if name.startswith(NOTE_PREFIX) and " " in name:
-            source, _, target = name[len(NOTE_PREFIX) :].partition(" ")
-            out[Rewrite(source, target)] = _counts(text)
+    for line in (note or "").split("\n"):
+        fields = line.split(" ")
+        if len(fields) == 4 and fields[2].isdigit() and fields[3].isdigit():
+            out[Rewrite(fields[0], fields[1])] = (int(fields[2]), int(fields[3]))
     return out
 
 
-def active_rewrites(notes: Mapping[str, str]) -> list[Rewrite]:
-    """The host's rewrites with enough confirmations and no contradiction."""
-    return [
+def _encode(rules: dict[Rewrite, tuple[int, int]]) -> str:
+    return "\n".join(f"{r.source} {r.target} {h} {m}" for r, (h, m) in rules.items())
+
+
+def active_rewrites(note: str | None) -> tuple[Rewrite, ...]:
+    """The rewrites with enough confirmations and no contradiction."""
+    return tuple(
         rule
-        for rule, (hits, misses) in _rules(notes).items()
+        for rule, (hits, misses) in _rules(note).items()
         if hits >= CONFIRMATIONS and not misses
-    ]
+    )
 
 
-def observe_canonical(url: str, canonical: str | None, notes: Mapping[str, str]) -> dict[str, str]:
-    """The host notes a fetched page changes: a confirmation of the rewrite its canonical
-    shows, and a contradiction of each known rewrite whose source it is under but does not
-    follow. {} when nothing changes."""
+def observe_canonical(url: str, canonical: str | None, note: str | None) -> str | None:
+    """The host's "canon" note after a fetched page: a confirmation of the rewrite its
+    canonical shows, a contradiction of each known rewrite whose source it is under but does
+    not follow. None when nothing changes."""
     path = urlsplit(url).path
     learned = None if canonical is None or canonical == url else rewrite_of(url, canonical)
-    rules = _rules(notes)
-    changed: dict[str, str] = {}
+    rules = _rules(note)
+    changed = False
     for rule, (hits, misses) in rules.items():
         # The prefix's own index page (/print/) is not a variant of anything.
         if path.startswith(rule.source) and path != rule.source and rule != learned:
-            changed[note_name(rule)] = f"{hits} {misses + 1}"
+            rules[rule] = (hits, misses + 1)
+            changed = True
     if learned is not None and (learned in rules or len(rules) < MAX_RULES):
         hits, misses = rules.get(learned, (0, 0))
-        changed[note_name(learned)] = f"{hits + 1} {misses}"
-    return changed
+        rules[learned] = (hits + 1, misses)
+        changed = True
+    return _encode(rules) if changed else None
 
 
-def apply_rewrite(url: str, rules: list[Rewrite]) -> str | None:
+def apply_rewrite(url: str, rules: Iterable[Rewrite]) -> str | None:
     """``url`` rewritten by the first rule whose source prefix it is under, else None."""
     parts = urlsplit(url)
     for rule in rules:

@@ -1,45 +1,46 @@
 """Trap detection by yield: a URL family whose pages keep linking into the family while adding
-nothing new is a trap, whatever its URLs look like. Pure; the crawl (crawl/traps.py) keeps each
-family's state as a host note in the store (every engine has them) and applies the verdicts.
+nothing new is a trap, whatever its URLs look like. Pure; the crawl (crawl/host_rules.py) keeps
+each family's state as a host note in the store (every engine has them) and applies the
+verdicts through the host's "learned" note (frontier/learned.py).
 
 URL shape alone cannot tell an endless calendar (``/calendar/2029/11/18``) from a blog's dated
 posts (``/2024/05/12/slug.html``), a loop of relative links (``/loop/b/a/b/b/a/``) from a deep
 documentation tree, or faceted navigation (``/shop?size=m&color=green``) from a paginated catalog
 (``/products?category=shoes&page=2``): budgets on the shape either cut the real site or let the
 trap run to the cap. What they *yield* differs. A trap's pages are made from one template with
-next to nothing of their own, so each is within a few simhash bits of its siblings, and each
-links to more members of its own family. A real site's siblings carry their own text.
+next to nothing of their own, and each links to more members of its own family. A real site's
+siblings carry text of their own.
 
 So per host and URL family (``url_family``: the first path segment, digit runs generalized, and
 query variants of a path apart from its sub-paths) the crawl counts, over tumbling windows of
-``sample`` fetched pages: how many were near a sibling (within ``sibling_bits`` of the family's
-first page or of its previous page: a trap's pages need not look like its entry page), and how
-many of them minted new URLs of the family (queued as never seen, by the store's seen test). A
-window with at least ``sibling_share`` near siblings and at least ``minting_share`` minting
-pages flags the family for good, with the reason that names its shape: ``trap_facets`` (query
-variants), ``trap_loop`` (the path depth kept growing) or ``trap_template``. A flagged family's
-new links are refused and its queued URLs are excluded when leased, each with that reason; the
-host's other families are untouched.
+``sample`` fetched pages: how many were near a sibling (at most ``sibling_new_pairs`` word pairs
+that the family's first page or its previous page lack, estimated from bottom-k sketches,
+dedup/sketch.py; a trap's pages need not look like its entry page), and how many of them minted
+new URLs of the family (queued as never seen, by the store's seen test). A window with at least
+``sibling_share`` near siblings and at least ``minting_share`` minting pages flags the family
+for good, with the reason that names its shape: ``trap_facets`` (query variants), ``trap_loop``
+(the path depth kept growing) or ``trap_template``. A flagged family's new links are refused and
+its queued URLs are excluded when leased, each with that reason; the host's other families are
+untouched.
 
-Both tests are needed. Simhash distance alone is fooled by boilerplate: a catalog's listing
-pages that carry forty page-number links and a long menu can sit as close to each other as a
-calendar's days. But a real family's discovery closes (its pages link to members already
-known; one hub page may find them all), while a trap's every page mints new members; and a
-real family that mints (a docs tree growing its children) has text of its own on each page.
+Neither test is enough alone. A catalog paginated by "next" links mints a member on every page,
+as a calendar does; a docs tree mints its children. But their pages carry text of their own
+(five products: 14 or more new word pairs; a calendar's day: 2 or 3). And a real family whose
+pages look alike (listings dominated by forty page-number links) stops minting: its pages link
+to members already known, one hub page may have found them all.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
-from crawlspace.dedup.simhash import hamming
+from crawlspace.dedup.sketch import Sketch, new_pairs
 
 __all__ = [
-    "MAX_FAMILIES",
     "NOTE_PREFIX",
     "TRAP_REASONS",
     "FamilyYield",
@@ -49,12 +50,9 @@ __all__ = [
     "family_members",
     "observe",
     "url_family",
-    "verdicts",
-    "verdicts_text",
 ]
 
 NOTE_PREFIX: Final = "yield:"  # host notes holding a family's state: "yield:" + family
-MAX_FAMILIES: Final = 200  # families tracked per host; a host with more keeps the first ones
 TRAP_REASONS: Final = ("trap_template", "trap_facets", "trap_loop")
 # The path depth range over one window from which a family reads as a loop of relative links.
 LOOP_DEPTH_RANGE: Final = 3
@@ -66,7 +64,7 @@ _DIGITS = re.compile(r"\d+")
 class YieldRules:
     sample: int = 20  # pages per window; 0 turns detection off
     sibling_share: float = 0.7  # share of a window's pages near a sibling
-    sibling_bits: int = 12  # "near": at most this many of 64 simhash bits differ
+    sibling_new_pairs: int = 8  # "near": at most this many word pairs the sibling lacks
     minting_share: float = 0.5  # share of a window's pages that queued a new member
 
 
@@ -79,8 +77,8 @@ class FamilyYield:
     minting: int = 0  # of them, pages that queued a new member of the family
     min_depth: int = 0  # path depths (segments) seen in the window
     max_depth: int = 0
-    reference: int | None = None  # the family's first page's simhash
-    last: int | None = None  # the family's previous page's simhash
+    reference: Sketch | None = None  # the family's first page's text
+    last: Sketch | None = None  # the family's previous page's text
     total: int = 0  # pages of the family observed in all
     verdict: str | None = None  # a TRAP_REASONS slug once flagged
 
@@ -107,9 +105,9 @@ def family_members(family: str, urls: Iterable[str]) -> int:
     return sum(1 for url in urls if url_family(url) == family)
 
 
-def _near(simhash: int, state: FamilyYield, bits: int) -> bool:
+def _near(sketch: Sketch, state: FamilyYield, most: int) -> bool:
     return any(
-        ref is not None and hamming(simhash, ref) <= bits for ref in (state.reference, state.last)
+        ref is not None and new_pairs(sketch, ref) <= most for ref in (state.reference, state.last)
     )
 
 
@@ -126,11 +124,11 @@ def observe(
     family: str,
     *,
     url: str,
-    simhash: int,
+    sketch: Sketch,
     minted: int,
     rules: YieldRules,
 ) -> FamilyYield:
-    """Count one fetched page of ``family`` (its first visit) with ``simhash`` that queued
+    """Count one fetched page of ``family`` (its first visit) with text ``sketch`` that queued
     ``minted`` new members. At the window's end the family is flagged, or a new window starts."""
     if state.verdict is not None or not rules.sample:
         return state
@@ -138,12 +136,12 @@ def observe(
     first = state.pages == 0
     window = FamilyYield(
         pages=state.pages + 1,
-        siblings=state.siblings + _near(simhash, state, rules.sibling_bits),
+        siblings=state.siblings + _near(sketch, state, rules.sibling_new_pairs),
         minting=state.minting + (minted > 0),
         min_depth=depth if first else min(state.min_depth, depth),
         max_depth=depth if first else max(state.max_depth, depth),
-        reference=simhash if state.reference is None else state.reference,
-        last=simhash,
+        reference=sketch if state.reference is None else state.reference,
+        last=sketch,
         total=state.total + 1,
     )
     if window.pages < rules.sample:
@@ -169,14 +167,14 @@ def observe(
 
 def encode(state: FamilyYield) -> str:
     """A host note's text: space-separated fields, "-" for None."""
+    refs = ("-" if ref is None else ref.encode() for ref in (state.reference, state.last))
     fields = (
         state.pages,
         state.siblings,
         state.minting,
         state.min_depth,
         state.max_depth,
-        state.reference,
-        state.last,
+        *refs,
         state.total,
         state.verdict,
     )
@@ -193,7 +191,7 @@ def decode(text: str | None) -> FamilyYield:
         return FamilyYield()
     try:
         pages, siblings, minting, min_depth, max_depth = (int(f) for f in fields[:5])
-        reference, last = (None if f == "-" else int(f) for f in fields[5:7])
+        reference, last = (None if f == "-" else Sketch.decode(f) for f in fields[5:7])
         total = int(fields[7])
     except ValueError:
         return FamilyYield()
@@ -201,19 +199,3 @@ def decode(text: str | None) -> FamilyYield:
     return FamilyYield(
         pages, siblings, minting, min_depth, max_depth, reference, last, total, verdict
     )
-
-
-def verdicts(notes: Mapping[str, str]) -> dict[str, str]:
-    """{family: reason} of the flagged families among a host's notes."""
-    out = {}
-    for name, text in notes.items():
-        if name.startswith(NOTE_PREFIX) and text.endswith(TRAP_REASONS):
-            verdict = decode(text).verdict
-            if verdict is not None:
-                out[name[len(NOTE_PREFIX) :]] = verdict
-    return out
-
-
-def verdicts_text(notes: Mapping[str, str]) -> str:
-    """The flagged families as ``export --what hosts`` shows them: "FAMILY=REASON ..." sorted."""
-    return " ".join(f"{family}={reason}" for family, reason in sorted(verdicts(notes).items()))

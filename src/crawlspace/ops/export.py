@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from crawlspace.errors import ConfigError
-from crawlspace.frontier.trap_yield import verdicts_text
+from crawlspace.frontier.learned import rules_text, traps_text
 from crawlspace.ops.report import open_crawl_db
 from crawlspace.urls import host_key
 
@@ -61,11 +61,13 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
         raise ConfigError(f"--what {what!r}: choose one of {', '.join(QUERIES)}")
     db = open_crawl_db(out_dir)
     try:
-        families = _trap_families(db) if what == "hosts" else {}
+        learned = _learned(db) if what == "hosts" else {}
         for row in db.execute(QUERIES[what]):
             record = dict(row)
             if what == "hosts":
-                record["trap_families"] = families.get(record["host_key"])
+                text = learned.get(record["host_key"])
+                record["trap_families"] = traps_text(text) or None
+                record["url_rules"] = rules_text(text) or None
             if what == "urls" and record["host_key"] is None:
                 # URLs excluded at the frontier's entry have no host row.
                 record["host_key"] = host_key(record["url"])
@@ -77,17 +79,15 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
         db.close()
 
 
-def _trap_families(db: sqlite3.Connection) -> dict[str, str]:
-    """Each host's flagged URL families (frontier/trap_yield.py), from its notes."""
+def _learned(db: sqlite3.Connection) -> dict[str, str]:
+    """Each host's "learned" note (frontier/learned.py): trap families, URL rules."""
     if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'host_notes'").fetchone():
         return {}  # a crawl.db from before host notes
-    notes: dict[str, dict[str, str]] = {}
     rows = db.execute(
-        "SELECT h.host_key, n.name, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
+        "SELECT h.host_key, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
+        " WHERE n.name = 'learned'"
     )
-    for host, name, text in rows:
-        notes.setdefault(host, {})[name] = text
-    return {host: text for host, found in notes.items() if (text := verdicts_text(found))}
+    return {str(host): str(text) for host, text in rows}
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV injection").

@@ -11,7 +11,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from crawlspace.dedup.simhash import simhash64
+from crawlspace.dedup.simhash import simhash_and_sketch
+from crawlspace.dedup.sketch import Sketch
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.html import extract
@@ -32,6 +33,7 @@ class ProcessedContent:
     # rather than pickle tens of KB per page back across the process boundary.
     text_sha256: str | None = None
     simhash: int | None = None
+    sketch: Sketch | None = None  # dedup/sketch.py, for trap detection by yield
     prelinks: PreLinks | None = None
 
 
@@ -46,6 +48,7 @@ def process_html(
 ) -> ProcessedContent:
     page = extract(body, base_url=url, content_type=content_type, product_token=product_token)
     links = [(link.href, link.nofollow) for link in page.links]
+    simhash, sketch = simhash_and_sketch(page.text) if page.text else (None, None)
     if page.canonical is not None:
         # A canonical URL is admitted like a link (scope and every check apply), so the page a
         # variant names is crawled even when nothing links to it.
@@ -54,7 +57,8 @@ def process_html(
         base_url=page.base_url,
         prelinks=prenormalize(links, page.base_url),
         text_sha256=hashlib.sha256(page.text.encode()).hexdigest() if page.text else None,
-        simhash=simhash64(page.text) if page.text else None,
+        simhash=simhash,
+        sketch=sketch,
         canonical=page.canonical,
         noindex=page.directives.noindex,
         nofollow=page.directives.nofollow,

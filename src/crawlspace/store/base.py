@@ -114,8 +114,8 @@ class Frontier(Protocol):
         visit (version + 1, attempts from 0); returns how many."""
         ...
 
-    def host_notes(self, host_key: str) -> dict[str, str]:
-        """Every note kept for the host (name -> text); {} for a host without notes."""
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        """Those of the host's notes ``names`` that exist (name -> text)."""
         ...
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:

@@ -204,8 +204,8 @@ class SharedStore(RecordsDelegate):
             self.records.store_robots(db, self.records.host_id(db, lease.host_key), record)
         return True
 
-    def host_notes(self, host_key: str) -> dict[str, str]:
-        return self.frontier.host_notes(host_key)
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        return self.frontier.host_notes(host_key, names)
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
         self.frontier.put_host_note(host_key, name, text)

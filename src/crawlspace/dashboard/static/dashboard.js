@@ -145,7 +145,7 @@
   // URL families flagged by what they yield (frontier/trap_yield.py) are listed too.
   var TRAP_REASONS = ["depth", "path_repeat", "query_params", "budget_template", "excluded_pattern",
                       "budget_host", "budget_host_day", "url_length", "trap_template",
-                      "trap_facets", "trap_loop", "canonical_variant"];
+                      "trap_facets", "trap_loop", "canonical_variant", "equivalent_url"];
 
   function renderTraps(summary) {
     var body = $("traps").tBodies[0], rows = [];

@@ -341,9 +341,12 @@ class RedisFrontier(ScriptRunner):
             error=f["error"] or None,
         )
 
-    def host_notes(self, host_key: str) -> dict[str, str]:
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        if not names:
+            return {}
         key = f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
-        return dict(self.retrying(lambda: self.client.hgetall(key)))
+        texts = self.retrying(lambda: self.client.hmget(key, list(names)))
+        return {name: text for name, text in zip(names, texts, strict=True) if text is not None}
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
         key = f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"

@@ -10,7 +10,7 @@ Two stores compose it: ``SqliteStore`` (whose frontier shares the file and the t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -157,11 +157,14 @@ class CrawlRecords:
             host_key, status, outcome, bytes(body), fetched_at, expires_at, attempts, error
         )
 
-    def host_notes(self, host_key: str) -> dict[str, str]:
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        if not names:
+            return {}
+        marks = ",".join("?" * len(names))
         rows = self.db.execute(
             "SELECT n.name, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
-            " WHERE h.host_key = ?",
-            (host_key,),
+            f" WHERE h.host_key = ? AND n.name IN ({marks})",
+            (host_key, *names),
         )
         return {str(name): str(text) for name, text in rows}
 
@@ -239,8 +242,8 @@ class RecordsDelegate:
     def record_sample(self, sample: dict[str, float | None]) -> None:
         self.records.record_sample(sample)
 
-    def host_notes(self, host_key: str) -> dict[str, str]:
-        return self.records.host_notes(host_key)
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        return self.records.host_notes(host_key, names)
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
         self.records.put_host_note(host_key, name, text)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
-from crawlspace.frontier.trap_yield import NOTE_PREFIX, decode
+from crawlspace.frontier.learned import Learned
 from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 
@@ -190,13 +190,12 @@ def trap_stats(db: sqlite3.Connection) -> dict[str, Any]:
     if "host_notes" in tables:
         # URL families flagged by what they yield (frontier/trap_yield.py).
         out["flagged_families"] = [
-            {"host": host, "family": name[len(NOTE_PREFIX) :], "reason": state.verdict}
-            for host, name, text in db.execute(
-                "SELECT h.host_key, n.name, n.text FROM host_notes n"
-                " JOIN hosts h ON h.id = n.host_id WHERE n.name LIKE 'yield:%'"
-                " ORDER BY h.host_key, n.name"
+            {"host": host, "family": family, "reason": reason}
+            for host, text in db.execute(
+                "SELECT h.host_key, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
+                " WHERE n.name = 'learned' ORDER BY h.host_key"
             )
-            if (state := decode(text)).verdict is not None
+            for family, reason in sorted(Learned.decode(text).traps.items())
         ]
     if "host_templates" in tables:
         row = db.execute("SELECT COUNT(*), MAX(urls) FROM host_templates").fetchone()

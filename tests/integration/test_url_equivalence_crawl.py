@@ -1,0 +1,123 @@
+"""URL equivalences learned from content, judged by the servers' logs: a catalog links each of its
+40 listing pages with its parameters in two orders (/products?category=shoes&page=2 from "next",
+/products?page=2&category=shoes from the window of page numbers); once three pages confirm that
+order changes nothing, the other order is no longer fetched. On a search host where the order does change the page, both orders
+are always fetched. `crawlspace crawl`, and four `crawlspace worker` processes on a cluster."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawlspace.demo.webfarm import Response, Site, WebFarm, html
+from crawlspace.ops.export import iter_records
+from tests.redis_servers import RedisDeployment, start_cluster
+from tests.workers import cli, crawl_with_workers
+
+PAGES = 40
+SEARCHES = 6
+CONFIG = (
+    "[crawl]\nallow_nets = ['127.0.0.0/8']\nscope = 'any'\nmin_delay = 0.0\n"
+    "delay_factor = 0.0\nconcurrency = 8\nmax_depth = 50\n"
+)
+
+
+def _anchor(href: str) -> str:
+    return f'<a href="{href}">{href.rpartition("=")[2]}</a> '
+
+
+WORDS = [
+    "river",
+    "stone",
+    "garden",
+    "winter",
+    "lantern",
+    "copper",
+    "meadow",
+    "harbor",
+    "violin",
+    "orchard",
+    "signal",
+]
+
+
+def _product(n: int) -> str:
+    """A product's name and blurb: words of its own, as a real listing shows."""
+    picks = [WORDS[(n * k + k * k) % len(WORDS)] for k in range(1, 7)]
+    return f"{picks[0].title()} {picks[1]} model {n}: {' '.join(picks[2:])}."
+
+
+def catalog() -> Site:
+    routes: dict[str, Response] = {"/robots.txt": html("", 404)}
+    for page in range(1, PAGES + 1):
+        links = _anchor(f"/products?category=shoes&page={page + 1}") if page < PAGES else ""
+        # A window of page numbers around this one, written in the other order.
+        window = [n for n in range(page - 2, page + 3) if 1 <= n <= PAGES and n != page]
+        links += "".join(_anchor(f"/products?page={n}&category=shoes") for n in window)
+        names = " ".join(_product(page * 5 + i) for i in range(5))
+        text = f"<h1>Shoes, page {page}</h1><p>{names}</p>"
+        page_html = html(f"<html><body>{text}{links}</body></html>")
+        # The page is the same in either order: the server reads its parameters by name.
+        routes[f"/products?category=shoes&page={page}"] = page_html
+        routes[f"/products?page={page}&category=shoes"] = page_html
+    routes["/"] = html(f"<html><body>{_anchor('/products?category=shoes&page=1')}</body></html>")
+    return Site("catalog", routes)
+
+
+def search() -> Site:
+    """Order matters here: the server answers with its query string as written."""
+
+    def answer(path_qs: str) -> Response | None:
+        return html(f"<html><body><p>Results for {path_qs}</p></body></html>")
+
+    links = "".join(
+        _anchor(f"/s?q={i}&sort=new") + _anchor(f"/s?sort=new&q={i}") for i in range(SEARCHES)
+    )
+    routes = {"/robots.txt": html("", 404), "/": html(f"<html><body>{links}</body></html>")}
+    return Site("search", routes, answer)
+
+
+def assert_learned(farm: WebFarm) -> None:
+    fetched = [r.path_qs for r in farm.requests_for("catalog") if r.path_qs.startswith("/prod")]
+    sorted_form = {f"/products?category=shoes&page={n}" for n in range(1, PAGES + 1)}
+    assert sorted_form <= set(fetched)  # every listing page, in its sorted form
+    assert len(fetched) == len(set(fetched))
+    other = [p for p in fetched if p not in sorted_form]
+    assert 3 <= len(other) <= 8, other  # the confirmations and what was in flight
+    searched = {r.path_qs for r in farm.requests_for("search") if r.path_qs.startswith("/s?")}
+    assert len(searched) == 2 * SEARCHES  # both orders, every time
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
+    deployment = start_cluster(tmp_path_factory.mktemp("redis-cluster"), masters=3)
+    yield deployment
+    deployment.stop()
+
+
+def test_a_single_crawl_learns_parameter_order(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / "out"
+    with WebFarm({"catalog": catalog(), "search": search()}) as farm:
+        command = cli("crawl", "--out", str(out), "--config", str(config), "-q")
+        seeds = [farm.url("catalog"), farm.url("search")]
+        subprocess.run([*command, *seeds], check=True, timeout=120)
+        assert farm.wait_idle()
+        assert_learned(farm)
+    reasons = {r["reason"] for r in iter_records(out, "urls") if "page=" in r["url"]}
+    assert "equivalent_url" in reasons
+
+
+def test_four_workers_learn_parameter_order(tmp_path: Path, cluster: RedisDeployment) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(CONFIG)
+    with WebFarm({"catalog": catalog(), "search": search()}) as farm:
+        outs = [tmp_path / f"w{i}" for i in range(4)]
+        seeds = [farm.url("catalog"), farm.url("search")]
+        crawl_with_workers(cluster.url, "dust", 16, config, seeds=seeds, outs=outs)
+        assert farm.wait_idle()
+        assert_learned(farm)
