@@ -1,8 +1,9 @@
 """URL equivalences learned from content, judged by the servers' logs: a catalog links each of its
 40 listing pages with its parameters in two orders (/products?category=shoes&page=2 from "next",
 /products?page=2&category=shoes from the window of page numbers); once three pages confirm that
-order changes nothing, the other order is no longer fetched. On a search host where the order does change the page, both orders
-are always fetched. `crawlspace crawl`, and four `crawlspace worker` processes on a cluster."""
+order changes nothing, the other order is no longer fetched. On a search host where the order
+does change the page, both orders are always fetched. `crawlspace crawl`, and four `crawlspace
+worker` processes on a cluster."""
 
 from __future__ import annotations
 
