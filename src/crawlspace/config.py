@@ -170,6 +170,9 @@ class CrawlConfig:
     trap_sample: int = 20
     trap_sibling_share: float = 0.7
     trap_sibling_new_pairs: int = 8
+    # URL equivalences learned per host from content (frontier/url_equivalence.py): parameter
+    # order that changes nothing, parameters that change nothing. Off: URLs stay as linked.
+    learn_url_equivalence: bool = True
     # Recrawl (frontier/revisit.py): --continuous keeps the crawl running and revisits each
     # fetched URL at its adaptive interval in [revisit_min_interval, revisit_max_interval];
     # revisit_share of the leases go to due revisits when a host has both kinds of work.

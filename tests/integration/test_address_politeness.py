@@ -7,14 +7,11 @@ would let every one of the crawl's fetch slots hit the one server at once."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from crawlspace.demo.webfarm import LoggedRequest, Response, Site, WebFarm, html, max_concurrency
 from crawlspace.ops.report import crawl_stats
-from tests.redis_servers import RedisDeployment, start_cluster
+from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
 
 HOSTS = 40
@@ -55,13 +52,6 @@ def assert_address_polite(requests: list[LoggedRequest]) -> None:
     # Every virtual host crawled in full: robots.txt and its three pages.
     assert sorted(by_host) == sorted(names())
     assert all(paths == {"/robots.txt", *PAGES} for paths in by_host.values()), by_host
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_cluster(tmp_path_factory.mktemp("redis-cluster"), masters=3)
-    yield deployment
-    deployment.stop()
 
 
 def test_a_single_crawl_holds_the_address_limit(tmp_path: Path) -> None:

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.ops.export import iter_records
-from tests.redis_servers import RedisDeployment, start_cluster
+from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
 
 ARTICLES = 30
@@ -48,13 +45,6 @@ def assert_variants_skipped(paths: list[str]) -> None:
     prints = [p for p in paths if p.startswith("/print/")]
     assert 2 <= len(prints) <= 4, prints  # the confirmations, and at most what was in flight
     assert len(paths) == len(set(paths))  # nothing fetched twice
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_cluster(tmp_path_factory.mktemp("redis-cluster"), masters=3)
-    yield deployment
-    deployment.stop()
 
 
 def test_a_single_crawl_learns_the_canonical_rewrite(tmp_path: Path) -> None:

@@ -55,11 +55,21 @@ def build_site() -> Site:
     return Site("dups", routes)
 
 
+# With URL equivalences learned (the default), the crawl stops fetching /same?id=N once three
+# spellings showed that `id` changes nothing (test_a_parameter_that_changes_nothing_is_learned);
+# the tests that count exact duplicates over every spelling switch that off.
+NO_LEARNING = {"learn_url_equivalence": False}
+
+
 def test_duplicates_are_detected_and_reported(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with WebFarm({"dups": build_site()}) as farm:
         config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",), min_delay=0.0, delay_factor=0.0, progress=False
+            allow_nets=("127.0.0.0/8",),
+            min_delay=0.0,
+            delay_factor=0.0,
+            progress=False,
+            **NO_LEARNING,
         )
         crawler = Crawler(config, out)
         try:
@@ -86,6 +96,23 @@ def test_duplicates_are_detected_and_reported(tmp_path: Path) -> None:
     # The CLI shows the same numbers.
     shown = stats_json(out)
     assert shown["dedup"]["exact_duplicates"] == VARIANTS
+
+
+def test_a_parameter_that_changes_nothing_is_learned(tmp_path: Path) -> None:
+    """The default: after three spellings of /same?id=N show the same text, `id` is dropped
+    from the host's URLs (frontier/url_equivalence.py); the rest are not fetched."""
+    out = tmp_path / "out"
+    with WebFarm({"dups": build_site()}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.0/8",), min_delay=0.0, delay_factor=0.0, progress=False
+        )
+        run_and_close(Crawler(config, out), [farm.url("dups", "/")])
+        farm.wait_idle()
+        spellings = [p for p in farm.paths_for("dups") if p.startswith("/same?id=")]
+    assert 3 <= len(spellings) <= 5, spellings  # the confirmations, and what was in flight
+    stats = crawl_stats(out)
+    assert stats["dedup"]["exact_duplicates"] == len(spellings)
+    assert stats["reasons"]["excluded:equivalent_url"] == VARIANTS - len(spellings)
 
 
 def test_duplicate_pages_lower_their_hosts_link_priority(tmp_path: Path) -> None:
@@ -115,6 +142,7 @@ def test_a_full_near_duplicate_index_stops_storing_and_says_so(tmp_path: Path) -
             delay_factor=0.0,
             near_duplicate_max_pages=0,  # memory bound reached at once
             progress=False,
+            **NO_LEARNING,
         )
         summary = run_and_close(Crawler(config, out), [farm.url("dups", "/")])
         assert summary.stop_reason == "done"
@@ -140,6 +168,7 @@ def test_workers_find_the_same_duplicates_as_one_crawl(
     config = tmp_path / "crawl.toml"
     config.write_text(
         "[crawl]\nallow_nets = ['127.0.0.0/8']\nmin_delay = 0.0\ndelay_factor = 0.0\n"
+        "learn_url_equivalence = false\n"
     )
     outs = [tmp_path / "w1", tmp_path / "w2"]
     with WebFarm({"dups": build_site()}) as farm:

@@ -14,11 +14,9 @@ import signal
 import subprocess
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
 from crawlspace.ops.export import iter_records
@@ -30,7 +28,7 @@ from tests.integration.test_dedup_crawl import _article
 from tests.integration.test_dedup_crawl import build_site as dups_site
 from tests.integration.test_recrawl import LAST_MODIFIED, ChangingPage
 from tests.integration.test_redis_workers import wait_for
-from tests.redis_servers import RedisDeployment, start_cluster
+from tests.redis_servers import RedisDeployment
 from tests.workers import cli
 
 MIN_DELAY = 0.02
@@ -116,13 +114,6 @@ def build(ports: Mapping[str, int]) -> dict[str, Site]:
         "trap": Site("trap", {"/robots.txt": html("", 404)}, trap_pages),
         "news": news_site(ChangingPage()),
     }
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_cluster(tmp_path_factory.mktemp("cluster"), masters=3)
-    yield deployment
-    deployment.stop()
 
 
 def outcome(farm: WebFarm, urls: list[dict[str, Any]], groups: Any) -> dict[str, Any]:

@@ -7,11 +7,8 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
@@ -20,7 +17,7 @@ from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import crawl_stats, open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.integration.test_crawl_politeness import assert_polite
-from tests.redis_servers import RedisDeployment, start_cluster
+from tests.redis_servers import RedisDeployment
 from tests.workers import crawl_with_workers
 
 STATIC = ["/a.html", "/b.html", "/c.html"]
@@ -207,13 +204,6 @@ def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
     finally:
         db.close()
     assert [(e["version"], e["state"]) for e in events][:2] == [(1, "failed"), (2, "fetched")]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_cluster(tmp_path_factory.mktemp("cluster"), masters=3)
-    yield deployment
-    deployment.stop()
 
 
 def test_workers_on_a_cluster_revalidate_unchanged_pages_too(

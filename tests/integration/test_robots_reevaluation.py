@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from crawlspace.demo.webfarm import LoggedRequest, Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from tests.integration.test_robots_lifetime import changing
-from tests.redis_servers import RedisDeployment, start_cluster
+from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
 
 CHAIN = 8  # deepest link at depth 8, under max_depth
@@ -58,13 +55,6 @@ def assert_reevaluated(requests: list[LoggedRequest], urls: dict[str, dict[str, 
     revisited = [u for u in urls if "/private/" in u and urls[u]["version"] == 2]
     assert revisited
     assert all(urls[u]["state"] == "fetched" for u in urls if "/private/" in u)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_cluster(tmp_path_factory.mktemp("redis-cluster"), masters=3)
-    yield deployment
-    deployment.stop()
 
 
 def test_a_single_crawl_fetches_what_the_new_robots_txt_allows(tmp_path: Path) -> None:

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from crawlspace.demo.webfarm import WebFarm
 from crawlspace.ops.report import crawl_stats
-from tests.redis_servers import RedisDeployment, start_cluster
+from tests.redis_servers import RedisDeployment
 from tests.trapweb import TRAP_PREFIXES, build_sites, real_paths
 from tests.workers import cli, crawl_with_workers
 
@@ -27,13 +24,6 @@ CONFIG = (
     "[crawl]\nallow_nets = ['127.0.0.0/8']\nscope = 'any'\nmin_delay = 0.0\n"
     "delay_factor = 0.0\nconcurrency = 16\nmax_pages_per_host = 1200\n"
 )
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_cluster(tmp_path_factory.mktemp("redis-cluster"), masters=3)
-    yield deployment
-    deployment.stop()
 
 
 def _fetched(farm: WebFarm, name: str) -> set[str]:

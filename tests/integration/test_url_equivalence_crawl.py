@@ -8,14 +8,12 @@ worker` processes on a cluster."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
-from tests.redis_servers import RedisDeployment, start_cluster
+from tests.redis_servers import RedisDeployment
+from tests.trapweb import WORDS
 from tests.workers import cli, crawl_with_workers
 
 PAGES = 40
@@ -28,21 +26,6 @@ CONFIG = (
 
 def _anchor(href: str) -> str:
     return f'<a href="{href}">{href.rpartition("=")[2]}</a> '
-
-
-WORDS = [
-    "river",
-    "stone",
-    "garden",
-    "winter",
-    "lantern",
-    "copper",
-    "meadow",
-    "harbor",
-    "violin",
-    "orchard",
-    "signal",
-]
 
 
 def _product(n: int) -> str:
@@ -90,13 +73,6 @@ def assert_learned(farm: WebFarm) -> None:
     assert 3 <= len(other) <= 8, other  # the confirmations and what was in flight
     searched = {r.path_qs for r in farm.requests_for("search") if r.path_qs.startswith("/s?")}
     assert len(searched) == 2 * SEARCHES  # both orders, every time
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_cluster(tmp_path_factory.mktemp("redis-cluster"), masters=3)
-    yield deployment
-    deployment.stop()
 
 
 def test_a_single_crawl_learns_parameter_order(tmp_path: Path) -> None:

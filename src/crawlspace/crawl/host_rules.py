@@ -37,13 +37,24 @@ __all__ = ["HostRules"]
 
 
 class HostRules:
-    def __init__(self, store: Store, rules: traps.YieldRules, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        rules: traps.YieldRules,
+        now: Callable[[], float],
+        *,
+        learn_equivalence: bool = True,
+    ) -> None:
         self._store = store
         self._rules = rules
         self._now = now
+        self._learn_equivalence = learn_equivalence
 
     def _learned(self, host_key: str) -> Learned:
-        return Learned.decode(self._store.host_notes(host_key, [LEARNED]).get(LEARNED))
+        learned = Learned.decode(self._store.host_notes(host_key, [LEARNED]).get(LEARNED))
+        if not self._learn_equivalence:  # switched off: URLs stay as linked, whatever was learned
+            learned = dataclasses.replace(learned, equivalence=dust.Rules())
+        return learned
 
     def before_fetch(self, lease: Lease) -> Completion | None:
         """The exclusion that ends a leased URL unfetched, or None to fetch it."""
@@ -94,7 +105,8 @@ class HostRules:
         if fetch is None or completion.state != "fetched" or lease.version != 1:
             return
         family = traps.url_family(lease.url) if self._rules.sample else None
-        names = [LEARNED, canon.NOTE, *dust.note_names(lease.url)]
+        dust_names = dust.note_names(lease.url) if self._learn_equivalence else []
+        names = [LEARNED, canon.NOTE, *dust_names]
         if family is not None and fetch.sketch is not None:
             names.append(traps.NOTE_PREFIX + family)
         notes = self._store.host_notes(lease.host_key, names)
@@ -105,7 +117,7 @@ class HostRules:
         if canon_note is not None:
             changed[canon.NOTE] = canon_note
             learned = learned.with_rewrites(canon.active_rewrites(canon_note))
-        if fetch.text_sha256 is not None:
+        if fetch.text_sha256 is not None and dust_names:
             for name, text in dust.observe_page(lease.url, fetch.text_sha256, notes).items():
                 changed[name] = text
                 rule = name.removeprefix(dust.NOTE_PREFIX)

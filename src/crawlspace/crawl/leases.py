@@ -118,7 +118,12 @@ class LeaseRunner:
         self._add_sitemaps = add_sitemaps
         self._request_stop = request_stop
         self.robots = RobotsCache(parts.store, parts.clock.now)
-        self.host_rules = HostRules(parts.store, parts.config.yield_rules(), parts.clock.now)
+        self.host_rules = HostRules(
+            parts.store,
+            parts.config.yield_rules(),
+            parts.clock.now,
+            learn_equivalence=parts.config.learn_url_equivalence,
+        )
         self.tally = LeaseTally()
         self._flushed_waits = 0
 
