@@ -140,6 +140,9 @@ class Completion:
     duplicate: bool = False
     # Set by the store: the discovered URLs on the page's own host it queued as new.
     admitted: list[str] = field(default_factory=list)
+    # Host notes (name -> text) the store writes with the completion, before the host's token
+    # is given back, so the host's next lease already reads them (crawl/host_rules.py).
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

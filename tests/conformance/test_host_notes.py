@@ -38,3 +38,16 @@ def test_a_completion_reports_what_it_queued_on_its_host(make_frontier: Frontier
     done.discovered = [cand(HOST, "/known"), cand(HOST, "/new"), cand(OTHER, "/new")]
     assert frontier.complete(lease, done, 1.0)
     assert done.admitted == [HOST + "/new"]
+
+
+def test_notes_are_written_with_the_completion(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand(HOST, "/a"), cand(HOST, "/b")], 0.0)
+    (robots,) = frontier.lease(0.0, 10, LEASE_SECONDS)
+    assert frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
+    (lease,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    done = fetched(1.0)
+    done.notes = {"learned": "sort", "dust:order": "1 0"}
+    assert frontier.complete(lease, done, 1.0)
+    # The host's next lease finds them.
+    assert frontier.host_notes(HOST, ["learned", "dust:order"]) == done.notes

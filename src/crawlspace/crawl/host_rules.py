@@ -5,16 +5,16 @@ URL equivalences learned from content (frontier/url_equivalence.py).
 All of it is kept as host notes in the store, so every worker of a shared frontier counts into
 the same evidence and a resumed crawl keeps what it learned. Conclusions live in one small note
 per host ("learned", frontier/learned.py), read before each fetch (a flagged family's queued URLs
-end as excluded, unfetched; a variant is excluded and its equivalent form queued) and before a
-page's links are admitted (links into a flagged family of the page's own host are refused,
-variants admitted as their equivalent form). The evidence lives in notes of its own, read by
-name only after a first visit that may add to it: its URL family's window (with the new URLs
-the store queued), the host's canonical rewrites, the equivalences of its query parameters.
+end as excluded, unfetched; a variant is excluded and its equivalent form queued). What a first
+visit shows of canonical rewrites and URL equivalences is learned before its completion goes to
+the store and written with it, before the host's token is given back: the host's next lease,
+on any worker, already applies it, so what is fetched follows the lease order alone. The page's
+links are then screened with the updated conclusions. Its URL family's window needs the new URLs
+the store queued, so it is counted after the commit; a verdict can lag by one page.
 
-Notes are read when needed, not cached: what another worker learned applies from the next lease
-on. An update is a read and a write with no lock, so two workers finishing pages of one host at
-once may lose one page's count: that only delays a conclusion, and the per-host in-flight limit
-(1 by default) makes it rare.
+Notes are read when needed, not cached. Updates are a read and a write with no lock: with more
+than one page of a host in flight (max_in_flight_per_host > 1), two may count from the same base
+and one count is lost, which only delays a conclusion.
 """
 
 from __future__ import annotations
@@ -51,9 +51,13 @@ class HostRules:
         self._learn_equivalence = learn_equivalence
 
     def _learned(self, host_key: str) -> Learned:
-        learned = Learned.decode(self._store.host_notes(host_key, [LEARNED]).get(LEARNED))
+        return self._usable(
+            Learned.decode(self._store.host_notes(host_key, [LEARNED]).get(LEARNED))
+        )
+
+    def _usable(self, learned: Learned) -> Learned:
         if not self._learn_equivalence:  # switched off: URLs stay as linked, whatever was learned
-            learned = dataclasses.replace(learned, equivalence=dust.Rules())
+            return dataclasses.replace(learned, equivalence=dust.Rules())
         return learned
 
     def before_fetch(self, lease: Lease) -> Completion | None:
@@ -74,66 +78,70 @@ class HostRules:
         self._store.add([queued], self._now())
         return Completion(state="excluded", reason=reason)
 
-    def screen(self, lease: Lease, completion: Completion) -> None:
-        """Before the page's links are admitted: refuse those into a flagged family of its own
-        host, admit variants as their equivalent form (each refusal counted and kept as an
-        exclusion with its reason)."""
-        if not any(c.host_key == lease.host_key for c in completion.discovered):
+    def before_commit(self, lease: Lease, completion: Completion) -> None:
+        """Before a visit's completion goes to the store: learn what the page shows of its
+        host's canonical rewrites and URL equivalences (notes written with the completion, so
+        the host's next lease reads them), then screen its links: those into a flagged family
+        of its own host refused, variants admitted as their equivalent form (each refusal
+        counted and kept as an exclusion with its reason)."""
+        fetch = completion.fetch
+        learning = fetch is not None and completion.state == "fetched" and lease.version == 1
+        own_links = any(c.host_key == lease.host_key for c in completion.discovered)
+        if not learning and not own_links:
             return
-        learned = self._learned(lease.host_key)
-        if not learned:
-            return
-        known = {c.url for c in completion.discovered}
-        kept: list[UrlCandidate] = []
-        for cand in completion.discovered:
-            reason = None if cand.host_key != lease.host_key else _refusal(cand, learned)
-            if reason is None:
-                kept.append(cand)
-                continue
-            completion.excluded.append((cand.url, reason))
-            completion.rejections[reason] = completion.rejections.get(reason, 0) + 1
-            rewritten = None if reason in traps.TRAP_REASONS else learned.apply(cand.url)
-            if rewritten is not None and rewritten[0] not in known:
-                known.add(rewritten[0])
-                kept.append(dataclasses.replace(cand, url=rewritten[0]))
-        completion.discovered = kept
+        dust_names = dust.note_names(lease.url) if learning and self._learn_equivalence else []
+        names = [LEARNED, canon.NOTE, *dust_names] if learning else [LEARNED]
+        notes = self._store.host_notes(lease.host_key, names)
+        before = Learned.decode(notes.get(LEARNED))
+        learned = before
+        if learning and fetch is not None:
+            learned = self._learn(lease, fetch.canonical, fetch.text_sha256, notes, completion)
+        if learned != before:
+            completion.notes[LEARNED] = learned.encode()
+        if own_links and learned:
+            _screen(lease, completion, self._usable(learned))
 
-    def observe(self, lease: Lease, completion: Completion) -> None:
-        """Learn from a committed fetched page (its first visit: a revisit would be its own
-        sibling and its own variant)."""
+    def _learn(
+        self,
+        lease: Lease,
+        canonical_href: str | None,
+        text_hash: str | None,
+        notes: dict[str, str],
+        completion: Completion,
+    ) -> Learned:
+        """The host's conclusions after this page; changed evidence goes to completion.notes."""
+        learned = Learned.decode(notes.get(LEARNED))
+        canonical = None if canonical_href is None else normalize(canonical_href, lease.url)
+        canon_note = canon.observe_canonical(lease.url, canonical, notes.get(canon.NOTE))
+        if canon_note is not None:
+            completion.notes[canon.NOTE] = canon_note
+            learned = learned.with_rewrites(canon.active_rewrites(canon_note))
+        if text_hash is not None and self._learn_equivalence:
+            for name, text in dust.observe_page(lease.url, text_hash, notes).items():
+                completion.notes[name] = text
+                rule = name.removeprefix(dust.NOTE_PREFIX)
+                learned = learned.with_equivalence(rule, dust.settled(text))
+        return learned
+
+    def after_commit(self, lease: Lease, completion: Completion) -> None:
+        """Once a page's first visit is committed: its URL family counts it, with the new
+        URLs of the family the store queued (only known now)."""
         fetch = completion.fetch
         if fetch is None or completion.state != "fetched" or lease.version != 1:
             return
         family = traps.url_family(lease.url) if self._rules.sample else None
-        dust_names = dust.note_names(lease.url) if self._learn_equivalence else []
-        names = [LEARNED, canon.NOTE, *dust_names]
-        if family is not None and fetch.sketch is not None:
-            names.append(traps.NOTE_PREFIX + family)
-        notes = self._store.host_notes(lease.host_key, names)
-        learned = before = Learned.decode(notes.get(LEARNED))
-        changed: dict[str, str] = {}
-        canonical = None if fetch.canonical is None else normalize(fetch.canonical, lease.url)
-        canon_note = canon.observe_canonical(lease.url, canonical, notes.get(canon.NOTE))
-        if canon_note is not None:
-            changed[canon.NOTE] = canon_note
-            learned = learned.with_rewrites(canon.active_rewrites(canon_note))
-        if fetch.text_sha256 is not None and dust_names:
-            for name, text in dust.observe_page(lease.url, fetch.text_sha256, notes).items():
-                changed[name] = text
-                rule = name.removeprefix(dust.NOTE_PREFIX)
-                learned = learned.with_equivalence(rule, dust.settled(text))
-        if family is not None and fetch.sketch is not None:
-            note = traps.NOTE_PREFIX + family
-            state = traps.decode(notes.get(note))
-            new = self._count_page(lease, completion, fetch.sketch, family, state)
-            if new != state:
-                changed[note] = traps.encode(new)
-            if new.verdict is not None and state.verdict is None:
-                learned = learned.with_trap(family, new.verdict)
-        if learned != before:
-            changed[LEARNED] = learned.encode()
-        for name, text in changed.items():
-            self._store.put_host_note(lease.host_key, name, text)
+        if family is None or fetch.sketch is None:
+            return
+        note = traps.NOTE_PREFIX + family
+        notes = self._store.host_notes(lease.host_key, [LEARNED, note])
+        state = traps.decode(notes.get(note))
+        new = self._count_page(lease, completion, fetch.sketch, family, state)
+        if new == state:
+            return
+        self._store.put_host_note(lease.host_key, note, traps.encode(new))
+        if new.verdict is not None and state.verdict is None:
+            learned = Learned.decode(notes.get(LEARNED)).with_trap(family, new.verdict)
+            self._store.put_host_note(lease.host_key, LEARNED, learned.encode())
 
     def _count_page(
         self,
@@ -165,3 +173,20 @@ def _refusal(cand: UrlCandidate, learned: Learned) -> str | None:
         return reason
     rewritten = learned.apply(cand.url)
     return None if rewritten is None else rewritten[1]
+
+
+def _screen(lease: Lease, completion: Completion, learned: Learned) -> None:
+    known = {c.url for c in completion.discovered}
+    kept: list[UrlCandidate] = []
+    for cand in completion.discovered:
+        reason = None if cand.host_key != lease.host_key else _refusal(cand, learned)
+        if reason is None:
+            kept.append(cand)
+            continue
+        completion.excluded.append((cand.url, reason))
+        completion.rejections[reason] = completion.rejections.get(reason, 0) + 1
+        rewritten = None if reason in traps.TRAP_REASONS else learned.apply(cand.url)
+        if rewritten is not None and rewritten[0] not in known:
+            known.add(rewritten[0])
+            kept.append(dataclasses.replace(cand, url=rewritten[0]))
+    completion.discovered = kept

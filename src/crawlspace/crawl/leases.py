@@ -258,13 +258,13 @@ class LeaseRunner:
             return
         if completion.state != "queued":  # a visit's end: when is the URL visited next
             completion.revisit = plan_revisit(lease, completion, self._now(), self._revisit)
-        self.host_rules.screen(lease, completion)  # links into traps, canonical variants
+        self.host_rules.before_commit(lease, completion)  # what it shows; links screened
         committed = await self._committer.submit(lease, completion)
         crash_point("after_commit")
         self._parts.telemetry.on_commit(lease.host_key, completion, committed)
         tally = self.tally
         if committed:
-            self.host_rules.observe(lease, completion)  # its URL family, its canonical
+            self.host_rules.after_commit(lease, completion)  # its URL family's window
         if committed and completion.fetch:
             # A retried attempt used bandwidth, but the store keeps no fetch row for it (its
             # response is in the WARC only): not a page done, as max_pages counts fetch rows.

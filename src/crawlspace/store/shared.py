@@ -162,6 +162,9 @@ class SharedStore(RecordsDelegate):
                     self.records.emit_event(db, lease, completion, now)
                 if not self.frontier.complete(lease, completion, now):
                     raise _Stale
+                if completion.notes:  # a local copy, for stats and export of this worker
+                    host_id = self.records.host_id(db, lease.host_key)
+                    self.records.write_notes(db, host_id, completion.notes)
                 self.records.count(db, completion.rejections)
                 self.frontier.count(_shared_counts(completion, verdict))  # crawl-wide
         except _Stale:

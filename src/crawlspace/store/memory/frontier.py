@@ -309,6 +309,8 @@ class MemoryFrontier(OwnedAddressTokens, HostNotesInMemory):
                 self._due.schedule(url, completion.revisit)
         self._move_clock(active.host, completion.next_allowed_at)
         self._reschedule(active.host)
+        if completion.notes:
+            self.notes.setdefault(lease.host_key, {}).update(completion.notes)
         # A finished visit's links carry its cash and count as in-links (links.py); a retry's
         # are only admitted.
         cash = (0.0, 0.0) if retry else self._links.take_cash(url, len(completion.discovered))

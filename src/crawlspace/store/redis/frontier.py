@@ -142,6 +142,9 @@ class RedisFrontier(ScriptRunner):
         if completion.excluded:
             # Records of refusals only: a failover that loses one costs a repeated refusal.
             exclude(self, completion.excluded, lease.depth + 1, now)
+        if completion.notes:  # before the script gives the host's token back
+            notes_key = f"{self.key_prefix(self.bucket(lease.host_key))}n:{lease.host_key}"
+            self.retrying(lambda: self.client.hset(notes_key, mapping=completion.notes))
         nxt = completion.next_allowed_at
         retried: list[bool] = []
         reply = self._run_indexed(

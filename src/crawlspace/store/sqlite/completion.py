@@ -45,6 +45,8 @@ def complete_page(
         store.records.emit_event(db, lease, completion, now)
     finish_url(db, lease, completion, now)
     finish_host(db, host_id, completion, fetched=fetch is not None)
+    if completion.notes:
+        store.records.write_notes(db, host_id, completion.notes)
     if fetch is not None and completion.state != "not_modified":
         # Exact/near duplicate; may lower the host's link priorities. A 304 validated
         # content already classified.

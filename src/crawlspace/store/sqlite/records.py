@@ -170,10 +170,14 @@ class CrawlRecords:
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
         with self.transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO host_notes (host_id, name, text) VALUES (?, ?, ?)",
-                (self.host_id(db, host_key), name, text),
-            )
+            self.write_notes(db, self.host_id(db, host_key), {name: text})
+
+    def write_notes(self, db: sqlite3.Connection, host_id: int, notes: dict[str, str]) -> None:
+        """Keep ``notes`` for the host (inside the caller's transaction)."""
+        db.executemany(
+            "INSERT OR REPLACE INTO host_notes (host_id, name, text) VALUES (?, ?, ?)",
+            [(host_id, name, text) for name, text in notes.items()],
+        )
 
     def count_rejections(self, rejections: dict[str, int]) -> None:
         with self.transaction() as db:
