@@ -49,11 +49,31 @@ class HostRules:
         self._rules = rules
         self._now = now
         self._learn_equivalence = learn_equivalence
+        # The host notes each lease in progress read before its fetch (lease id -> notes):
+        # one read serves the lease's three steps. No other page of the host is in flight
+        # (max_in_flight_per_host 1) to change them meanwhile, bar what the lease writes.
+        self._read: dict[str, dict[str, str]] = {}
 
-    def _learned(self, host_key: str) -> Learned:
-        return self._usable(
-            Learned.decode(self._store.host_notes(host_key, [LEARNED]).get(LEARNED))
-        )
+    def _note_names(self, url: str) -> list[str]:
+        """Every host note a visit of ``url`` may read: the conclusions, and the evidence a
+        first visit may add to."""
+        names = [LEARNED, canon.NOTE]
+        if self._learn_equivalence:
+            names += dust.note_names(url)
+        family = traps.url_family(url) if self._rules.sample else None
+        if family is not None:
+            names.append(traps.NOTE_PREFIX + family)
+        return names
+
+    def _notes(self, lease: Lease) -> dict[str, str]:
+        notes = self._read.get(lease.lease_id)
+        if notes is None:  # a commit without before_fetch (a failed attempt): read them now
+            notes = self._store.host_notes(lease.host_key, self._note_names(lease.url))
+        return notes
+
+    def forget(self, lease: Lease) -> None:
+        """The lease's run ended: drop what was read for it."""
+        self._read.pop(lease.lease_id, None)
 
     def _usable(self, learned: Learned) -> Learned:
         if not self._learn_equivalence:  # switched off: URLs stay as linked, whatever was learned
@@ -62,7 +82,9 @@ class HostRules:
 
     def before_fetch(self, lease: Lease) -> Completion | None:
         """The exclusion that ends a leased URL unfetched, or None to fetch it."""
-        learned = self._learned(lease.host_key)
+        notes = self._store.host_notes(lease.host_key, self._note_names(lease.url))
+        self._read[lease.lease_id] = notes
+        learned = self._usable(Learned.decode(notes.get(LEARNED)))
         if not learned:
             return None
         family = traps.url_family(lease.url)
@@ -89,15 +111,14 @@ class HostRules:
         own_links = any(c.host_key == lease.host_key for c in completion.discovered)
         if not learning and not own_links:
             return
-        dust_names = dust.note_names(lease.url) if learning and self._learn_equivalence else []
-        names = [LEARNED, canon.NOTE, *dust_names] if learning else [LEARNED]
-        notes = self._store.host_notes(lease.host_key, names)
+        notes = self._notes(lease)
         before = Learned.decode(notes.get(LEARNED))
         learned = before
         if learning and fetch is not None:
             learned = self._learn(lease, fetch.canonical, fetch.text_sha256, notes, completion)
         if learned != before:
             completion.notes[LEARNED] = learned.encode()
+        notes.update(completion.notes)  # what after_commit starts from
         if own_links and learned:
             _screen(lease, completion, self._usable(learned))
 
@@ -133,7 +154,7 @@ class HostRules:
         if family is None or fetch.sketch is None:
             return
         note = traps.NOTE_PREFIX + family
-        notes = self._store.host_notes(lease.host_key, [LEARNED, note])
+        notes = self._notes(lease)
         state = traps.decode(notes.get(note))
         new = self._count_page(lease, completion, fetch.sketch, family, state)
         if new == state:

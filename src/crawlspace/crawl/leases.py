@@ -140,6 +140,12 @@ class LeaseRunner:
 
     async def run(self, visitor: Visitor, lease: Lease) -> None:
         try:
+            await self._run(visitor, lease)
+        finally:
+            self.host_rules.forget(lease)
+
+    async def _run(self, visitor: Visitor, lease: Lease) -> None:
+        try:
             if lease.kind is LeaseKind.ROBOTS:
                 await self._run_robots(visitor, lease)
                 return

@@ -12,7 +12,10 @@ frontier/trap_yield.py.
 
 from __future__ import annotations
 
+import base64
 import heapq
+import sys
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -28,20 +31,42 @@ class Sketch:
     size: int  # distinct shingles in the text
 
     def encode(self) -> str:
-        return f"{self.size}:" + ",".join(f"{h:x}" for h in self.hashes)
+        """``SIZE:BASE64``, the hashes packed as little-endian uint64: host notes carry two
+        sketches per URL family and are read and written on every first visit, so this is
+        decoded in C (base64, array) rather than parsed number by number."""
+        packed = array("Q", self.hashes)
+        if sys.byteorder != "little":
+            packed.byteswap()
+        return f"{self.size}:" + base64.b64encode(packed.tobytes()).decode("ascii")
 
     @classmethod
     def decode(cls, text: str) -> Sketch | None:
         size, sep, rest = text.partition(":")
+        if not sep:
+            return None
         try:
-            return cls(tuple(int(h, 16) for h in rest.split(",") if h), int(size)) if sep else None
+            raw = base64.b64decode(rest, validate=True)
+            packed = array("Q", raw[: len(raw) - len(raw) % 8])
+            count = int(size)
         except ValueError:
             return None
+        if sys.byteorder != "little":
+            packed.byteswap()
+        return cls(tuple(packed), count)
 
 
 def sketch_of(shingle_hashes: Iterable[int]) -> Sketch:
     distinct = set(shingle_hashes)
-    return Sketch(tuple(heapq.nsmallest(K, distinct)), len(distinct))
+    n = len(distinct)
+    if n > 4 * K:
+        # The hashes are uniform over 64 bits, so the K smallest are almost surely below
+        # 4K/n of the range: filter in C, sort a few hundred (3x faster than a heap of n).
+        below = (4 * K << 64) // n
+        small = sorted(h for h in distinct if h < below)
+        if len(small) >= K:
+            return Sketch(tuple(small[:K]), n)
+        return Sketch(tuple(heapq.nsmallest(K, distinct)), n)
+    return Sketch(tuple(sorted(distinct)[:K]), n)
 
 
 def new_pairs(page: Sketch, other: Sketch) -> int:

@@ -24,6 +24,7 @@ from crawlspace.store.sqlite.checkpoint import WalCheckpointer
 from crawlspace.store.sqlite.schema import SCHEMA, SCHEMA_VERSION
 
 HOST_ID_CACHE = 200_000  # host ids kept in memory (one indexed read away when they are not)
+PENDING_NOTES = 1_000  # host notes waiting for a transaction before one is made for them
 
 
 class CrawlRecords:
@@ -42,6 +43,10 @@ class CrawlRecords:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
         self._host_ids: dict[str, int] = {}
+        # Host notes put outside a transaction wait for the next one (or close): a note per
+        # fetched page would otherwise be a WAL commit per page. A crash loses the last few,
+        # which only delays what the crawl learns from them (crawl/host_rules.py).
+        self._pending_notes: dict[tuple[str, str], str] = {}
         self._hosts_cached_in_transaction: list[str] = []
         # The crawl copies its WAL into the file from a thread (store/sqlite/checkpoint.py).
         self._checkpointer: WalCheckpointer | None = None
@@ -95,7 +100,10 @@ class CrawlRecords:
         # both read a host as free and both take its token.
         self.db.execute("BEGIN IMMEDIATE")
         self._hosts_cached_in_transaction.clear()
+        pending = self._pending_notes
         try:
+            for (host_key, name), text in pending.items():
+                self.write_notes(self.db, self.host_id(self.db, host_key), {name: text})
             yield self.db
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -106,6 +114,8 @@ class CrawlRecords:
             raise
         else:
             self.db.execute("COMMIT")
+            if pending:
+                self._pending_notes = {}
 
     def host_id(self, db: sqlite3.Connection, host_key: str) -> int:
         """The host's row id, the row made if it is new (inside the caller's transaction)."""
@@ -166,11 +176,20 @@ class CrawlRecords:
             f" WHERE h.host_key = ? AND n.name IN ({marks})",
             (host_key, *names),
         )
-        return {str(name): str(text) for name, text in rows}
+        notes = {str(name): str(text) for name, text in rows}
+        if self._pending_notes:
+            for name in names:
+                text = self._pending_notes.get((host_key, name))
+                if text is not None:
+                    notes[name] = text
+        return notes
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
-        with self.transaction() as db:
-            self.write_notes(db, self.host_id(db, host_key), {name: text})
+        """Kept with the next transaction (see ``_pending_notes``)."""
+        self._pending_notes[(host_key, name)] = text
+        if len(self._pending_notes) >= PENDING_NOTES:
+            with self.transaction():
+                pass
 
     def write_notes(self, db: sqlite3.Connection, host_id: int, notes: dict[str, str]) -> None:
         """Keep ``notes`` for the host (inside the caller's transaction)."""
@@ -213,6 +232,9 @@ class CrawlRecords:
         )
 
     def close(self) -> None:
+        if self._pending_notes:
+            with self.transaction():
+                pass
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self.db.close()
