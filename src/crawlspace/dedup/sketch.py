@@ -75,7 +75,7 @@ def new_pairs(page: Sketch, other: Sketch) -> int:
     if not page.hashes:
         return 0
     mine, theirs = set(page.hashes), set(other.hashes)
-    union = heapq.nsmallest(K, mine | theirs)
+    union = sorted(mine | theirs)[:K]  # at most 2K: a C sort beats a heap here
     resemblance = sum(1 for h in union if h in mine and h in theirs) / len(union)
     shared = resemblance * (page.size + other.size) / (1 + resemblance)
     return max(0, round(page.size - shared))

@@ -171,11 +171,18 @@ class CrawlRecords:
         if not names:
             return {}
         marks = ",".join("?" * len(names))
-        rows = self.db.execute(
-            "SELECT n.name, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
-            f" WHERE h.host_key = ? AND n.name IN ({marks})",
-            (host_key, *names),
-        )
+        host_id = self._host_ids.get(host_key)
+        if host_id is not None:  # the primary key's own order: no join
+            rows = self.db.execute(
+                f"SELECT name, text FROM host_notes WHERE host_id = ? AND name IN ({marks})",
+                (host_id, *names),
+            )
+        else:
+            rows = self.db.execute(
+                "SELECT n.name, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
+                f" WHERE h.host_key = ? AND n.name IN ({marks})",
+                (host_key, *names),
+            )
         notes = {str(name): str(text) for name, text in rows}
         if self._pending_notes:
             for name in names:
