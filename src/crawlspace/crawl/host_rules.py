@@ -29,7 +29,7 @@ from crawlspace.frontier import url_equivalence as dust
 from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.priority import DEPTH_WEIGHT
-from crawlspace.records import Completion, Lease, UrlCandidate
+from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
 from crawlspace.store.base import Store
 from crawlspace.urls import normalize
 
@@ -115,7 +115,7 @@ class HostRules:
         before = Learned.decode(notes.get(LEARNED))
         learned = before
         if learning and fetch is not None:
-            learned = self._learn(lease, fetch.canonical, fetch.text_sha256, notes, completion)
+            learned = self._learn(lease, fetch, before, notes, completion)
         if learned != before:
             completion.notes[LEARNED] = learned.encode()
         notes.update(completion.notes)  # what after_commit starts from
@@ -125,13 +125,13 @@ class HostRules:
     def _learn(
         self,
         lease: Lease,
-        canonical_href: str | None,
-        text_hash: str | None,
+        fetch: FetchRecord,
+        learned: Learned,
         notes: dict[str, str],
         completion: Completion,
     ) -> Learned:
         """The host's conclusions after this page; changed evidence goes to completion.notes."""
-        learned = Learned.decode(notes.get(LEARNED))
+        canonical_href, text_hash = fetch.canonical, fetch.text_sha256
         canonical = None if canonical_href is None else normalize(canonical_href, lease.url)
         canon_note = canon.observe_canonical(lease.url, canonical, notes.get(canon.NOTE))
         if canon_note is not None:

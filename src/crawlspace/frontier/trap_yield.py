@@ -36,7 +36,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import urlsplit
 
 from crawlspace.dedup.sketch import Sketch, new_pairs
 
@@ -87,17 +86,24 @@ def url_family(url: str) -> str | None:
     """The family a URL is judged in: ``/calendar/`` for ``/calendar/2029/11/18``, ``/{n}/`` for
     ``/2024/05/12/post.html``, ``/shop?`` for ``/shop?color=green``. None for a top-level page
     without a query (``/about``): it has no siblings to be compared with."""
-    parts = urlsplit(url)
-    segments = [_DIGITS.sub("{n}", s) for s in parts.path.split("/")[1:]]  # path starts "/"
-    if parts.query:
-        return "/" + "/".join(segments) + "?"
-    if len(segments) < 2:
+    # Called for every lease and every new link of a page: string slicing on the normalized
+    # URL (scheme://authority/path?query, no fragment), not urlsplit.
+    slash = url.find("/", url.find("//") + 2)
+    if slash < 0:
         return None
-    return f"/{segments[0]}/"
+    path, _, query = url[slash:].partition("?")
+    if query:
+        return _DIGITS.sub("{n}", path) + "?"
+    first, sep, _ = path[1:].partition("/")
+    if not sep:
+        return None
+    return "/" + _DIGITS.sub("{n}", first) + "/"
 
 
 def _depth(url: str) -> int:
-    return len([s for s in urlsplit(url).path.split("/") if s])
+    slash = url.find("/", url.find("//") + 2)
+    path = url[slash:].partition("?")[0] if slash >= 0 else ""
+    return len([s for s in path.split("/") if s])
 
 
 def family_members(family: str, urls: Iterable[str]) -> int:
@@ -106,9 +112,11 @@ def family_members(family: str, urls: Iterable[str]) -> int:
 
 
 def _near(sketch: Sketch, state: FamilyYield, most: int) -> bool:
-    return any(
-        ref is not None and new_pairs(sketch, ref) <= most for ref in (state.reference, state.last)
-    )
+    # The previous page first: a trap's pages are closest to each other.
+    for ref in (state.last, state.reference):
+        if ref is not None and new_pairs(sketch, ref) <= most:
+            return True
+    return False
 
 
 def _reason(family: str, state: FamilyYield) -> str:
