@@ -60,13 +60,18 @@ def _shingle_hashes(words: list[str], shingle: int) -> list[int]:
     return hashes
 
 
-def _majority_bits(hashes: list[int]) -> int:
-    """Bit i is 1 when more than half of ``hashes`` have bit i set."""
-    n = len(hashes)
+def _packed(hashes: list[int]) -> bytes:
+    """The hashes as little-endian uint64s, one after another."""
     packed = array("Q", hashes)
     if sys.byteorder != "little":
         packed.byteswap()
-    raw = packed.tobytes()
+    return packed.tobytes()
+
+
+def _majority_bits(hashes: list[int], raw: bytes | None = None) -> int:
+    """Bit i is 1 when more than half of ``hashes`` (``raw``: them packed) have bit i set."""
+    n = len(hashes)
+    raw = _packed(hashes) if raw is None else raw
     masks = [int.from_bytes(bit * n, "little") for bit in _BIT_BYTES]
     result = 0
     for column in range(8):  # byte `column` of every hash, as one n-byte integer
@@ -91,7 +96,8 @@ def simhash_and_sketch(text: str, shingle: int = SHINGLE) -> tuple[int, Sketch]:
     if not words:
         return 0, sketch_of(())
     hashes = _shingle_hashes(words, shingle)
-    return _majority_bits(hashes), sketch_of(hashes)
+    raw = _packed(hashes)
+    return _majority_bits(hashes, raw), sketch_of(hashes, raw)
 
 
 def hamming(a: int, b: int) -> int:

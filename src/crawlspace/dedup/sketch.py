@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import base64
 import heapq
+import re
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -28,7 +29,7 @@ K: Final = 64
 @dataclass(frozen=True, slots=True)
 class Sketch:
     hashes: tuple[int, ...]  # the K smallest distinct shingle hashes, ascending
-    size: int  # distinct shingles in the text
+    size: int  # shingles in the text (word pairs, repeats counted)
 
     def encode(self) -> str:
         """``SIZE:BASE64``, the hashes packed as little-endian uint64: host notes carry two
@@ -55,18 +56,29 @@ class Sketch:
         return cls(tuple(packed), count)
 
 
-def sketch_of(shingle_hashes: Iterable[int]) -> Sketch:
-    distinct = set(shingle_hashes)
-    n = len(distinct)
-    if n > 4 * K:
-        # The hashes are uniform over 64 bits, so the K smallest are almost surely below
-        # 4K/n of the range: filter in C, sort a few hundred (3x faster than a heap of n).
-        below = (4 * K << 64) // n
-        small = sorted(h for h in distinct if h < below)
-        if len(small) >= K:
-            return Sketch(tuple(small[:K]), n)
-        return Sketch(tuple(heapq.nsmallest(K, distinct)), n)
-    return Sketch(tuple(sorted(distinct)[:K]), n)
+def sketch_of(shingle_hashes: Sequence[int], packed: bytes | None = None) -> Sketch:
+    """The K smallest distinct hashes, and the count of shingles (with repeats: a set of
+    thousands costs more than the rest of the sketch; repeats are few in a page's word pairs
+    and scale both sides of new_pairs alike). ``packed``: the hashes as little-endian uint64s
+    (dedup/simhash.py has them), which lets a C scan of their top bytes pick the candidates."""
+    n = len(shingle_hashes)
+    if n <= 4 * K:
+        return Sketch(tuple(sorted(set(shingle_hashes))[:K]), n)
+    if packed is not None:
+        # Uniform hashes: about 2K of them have a top byte below `top`, and the K smallest are
+        # almost surely among those. The regex scans the n top bytes in C.
+        top = -(-256 * 2 * K // n)
+        picked = {shingle_hashes[m.start()] for m in _TOP_BYTE[top].finditer(packed[7::8])}
+        if len(picked) >= K:
+            return Sketch(tuple(sorted(picked)[:K]), n)
+    return Sketch(tuple(heapq.nsmallest(K, set(shingle_hashes))), n)
+
+
+# _TOP_BYTE[t] matches a byte below t (1 <= t <= 256).
+_TOP_BYTE: Final = [re.compile(b"")] + [
+    re.compile(b"[" + re.escape(bytes([0])) + b"-" + re.escape(bytes([t - 1])) + b"]")
+    for t in range(1, 257)
+]
 
 
 def new_pairs(page: Sketch, other: Sketch) -> int:

@@ -25,7 +25,7 @@ untouched.
 
 Neither test is enough alone. A catalog paginated by "next" links mints a member on every page,
 as a calendar does; a docs tree mints its children. But their pages carry text of their own
-(five products: 14 or more new word pairs; a calendar's day: 2 or 3). And a real family whose
+(five products: 13 or more new word pairs; a calendar's day: 2 or 3). And a real family whose
 pages look alike (listings dominated by forty page-number links) stops minting: its pages link
 to members already known, one hub page may have found them all.
 """
