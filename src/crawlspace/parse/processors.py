@@ -16,6 +16,7 @@ from crawlspace.dedup.sketch import Sketch
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.html import extract
+from crawlspace.urls import host_key, normalize
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +50,12 @@ def process_html(
     page = extract(body, base_url=url, content_type=content_type, product_token=product_token)
     links = [(link.href, link.nofollow) for link in page.links]
     simhash, sketch = simhash_and_sketch(page.text) if page.text else (None, None)
-    if page.canonical is not None:
-        # A canonical URL is admitted like a link (scope and every check apply), so the page a
-        # variant names is crawled even when nothing links to it.
-        links.append((page.canonical, False))
+    canonical = normalize(page.canonical, page.base_url) if page.canonical else None
+    if canonical is not None and canonical != url and host_key(canonical) == host_key(url):
+        # A canonical URL of the page's own host is admitted like a link (scope and every
+        # check apply), so the page a variant names is crawled even when nothing links to
+        # it. Another host's is only recorded: a site does not get to enqueue other sites.
+        links.append((canonical, False))
     return ProcessedContent(
         base_url=page.base_url,
         prelinks=prenormalize(links, page.base_url),
