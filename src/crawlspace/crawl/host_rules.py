@@ -157,11 +157,13 @@ class HostRules:
         notes = self._notes(lease)
         state = traps.decode(notes.get(note))
         new = self._count_page(lease, completion, fetch.sketch, family, state)
-        if new == state:
-            return
-        self._store.put_host_note(lease.host_key, note, traps.encode(new))
-        if new.verdict is not None and state.verdict is None:
-            learned = Learned.decode(notes.get(LEARNED)).with_trap(family, new.verdict)
+        if new != state:
+            self._store.put_host_note(lease.host_key, note, traps.encode(new))
+        learned = Learned.decode(notes.get(LEARNED))
+        if new.verdict is not None and family not in learned.traps:
+            # Also when the verdict is older: a page whose lease began before the verdict was
+            # written may have replaced the "learned" note without it; the family note keeps it.
+            learned = learned.with_trap(family, new.verdict)
             self._store.put_host_note(lease.host_key, LEARNED, learned.encode())
 
     def _count_page(
