@@ -1,5 +1,5 @@
 """Host notes and what a completion queued, the two primitives trap detection by yield
-(frontier/trap_yield.py, crawl/traps.py) stands on, the same on memory, SQLite, one Redis and a
+(frontier/trap_yield.py, crawl/host_rules.py) stands on, the same on memory, SQLite, one Redis and a
 3-master Redis Cluster: notes are kept per host by name and replaced; a completion reports the
 URLs of its own host it queued as new, not those already seen nor those of other hosts."""
 

@@ -188,28 +188,29 @@ class HostRules:
         return new
 
 
-def _refusal(cand: UrlCandidate, learned: Learned) -> str | None:
-    """Why a link of the page's own host is not admitted as it is, or None."""
+def _refusal(cand: UrlCandidate, learned: Learned) -> tuple[str, str | None] | None:
+    """Why a link of the page's own host is not admitted as it is (and the form to admit
+    instead, if any), or None."""
     family = traps.url_family(cand.url)
     reason = None if family is None else learned.traps.get(family)
     if reason is not None:
-        return reason
+        return reason, None
     rewritten = learned.apply(cand.url)
-    return None if rewritten is None else rewritten[1]
+    return None if rewritten is None else (rewritten[1], rewritten[0])
 
 
 def _screen(lease: Lease, completion: Completion, learned: Learned) -> None:
     known = {c.url for c in completion.discovered}
     kept: list[UrlCandidate] = []
     for cand in completion.discovered:
-        reason = None if cand.host_key != lease.host_key else _refusal(cand, learned)
-        if reason is None:
+        refusal = None if cand.host_key != lease.host_key else _refusal(cand, learned)
+        if refusal is None:
             kept.append(cand)
             continue
+        reason, target = refusal
         completion.excluded.append((cand.url, reason))
         completion.rejections[reason] = completion.rejections.get(reason, 0) + 1
-        rewritten = None if reason in traps.TRAP_REASONS else learned.apply(cand.url)
-        if rewritten is not None and rewritten[0] not in known:
-            known.add(rewritten[0])
-            kept.append(dataclasses.replace(cand, url=rewritten[0]))
+        if target is not None and target not in known:
+            known.add(target)
+            kept.append(dataclasses.replace(cand, url=target))
     completion.discovered = kept

@@ -86,12 +86,9 @@ def url_family(url: str) -> str | None:
     """The family a URL is judged in: ``/calendar/`` for ``/calendar/2029/11/18``, ``/{n}/`` for
     ``/2024/05/12/post.html``, ``/shop?`` for ``/shop?color=green``. None for a top-level page
     without a query (``/about``): it has no siblings to be compared with."""
-    # Called for every lease and every new link of a page: string slicing on the normalized
-    # URL (scheme://authority/path?query, no fragment), not urlsplit.
-    slash = url.find("/", url.find("//") + 2)
-    if slash < 0:
+    path, query = _path_query(url)
+    if not path:
         return None
-    path, _, query = url[slash:].partition("?")
     if query:
         return _DIGITS.sub("{n}", path) + "?"
     first, sep, _ = path[1:].partition("/")
@@ -100,10 +97,18 @@ def url_family(url: str) -> str | None:
     return "/" + _DIGITS.sub("{n}", first) + "/"
 
 
-def _depth(url: str) -> int:
+def _path_query(url: str) -> tuple[str, str]:
+    """(path, query) of a normalized URL (scheme://authority/path?query, no fragment), by
+    string slicing: url_family runs for every lease and every new link, urlsplit costs 4x."""
     slash = url.find("/", url.find("//") + 2)
-    path = url[slash:].partition("?")[0] if slash >= 0 else ""
-    return len([s for s in path.split("/") if s])
+    if slash < 0:
+        return "", ""
+    path, _, query = url[slash:].partition("?")
+    return path, query
+
+
+def _depth(url: str) -> int:
+    return len([s for s in _path_query(url)[0].split("/") if s])
 
 
 def family_members(family: str, urls: Iterable[str]) -> int:

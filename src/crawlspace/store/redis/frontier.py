@@ -143,7 +143,7 @@ class RedisFrontier(ScriptRunner):
             # Records of refusals only: a failover that loses one costs a repeated refusal.
             exclude(self, completion.excluded, lease.depth + 1, now)
         if completion.notes:  # before the script gives the host's token back
-            notes_key = f"{self.key_prefix(self.bucket(lease.host_key))}n:{lease.host_key}"
+            notes_key = self._notes_key(lease.host_key)
             self.retrying(lambda: self.client.hset(notes_key, mapping=completion.notes))
         nxt = completion.next_allowed_at
         retried: list[bool] = []
@@ -344,15 +344,18 @@ class RedisFrontier(ScriptRunner):
             error=f["error"] or None,
         )
 
+    def _notes_key(self, host_key: str) -> str:
+        return f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
+
     def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
         if not names:
             return {}
-        key = f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
+        key = self._notes_key(host_key)
         texts = self.retrying(lambda: self.client.hmget(key, list(names)))
         return {name: text for name, text in zip(names, texts, strict=True) if text is not None}
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
-        key = f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
+        key = self._notes_key(host_key)
         self.retrying(lambda: self.client.hset(key, name, text))
 
     # -- crawl bookkeeping and inspection ------------------------------------------------------
