@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 import brotli
 
 MIB = 1024 * 1024
-SITES = ("throttle", "unavail", "slow", "redirects", "broken", "big", "weird", "private")
+SITES = ("throttle", "stuck", "unavail", "slow", "redirects", "broken", "big", "weird", "private")
 # The "private" site listens on 127.0.0.2: the crawler is told that name resolves there while
 # only 127.0.0.1/32 is allowed, so any connection it received would be a guard failure.
 ADDRESSES = {"private": "127.0.0.2"}
 RETRY_AFTER_SECONDS = 2
 RETRY_AFTER_DATE_SECONDS = 2
 THROTTLED_TIMES = 4
+STUCK_RETRY_AFTER = 2
 # robots.txt of the "redirects" site is reached through two redirects: each hop is a request.
 ROBOTS_HOPS = {"/robots.txt": "/robots-hop", "/robots-hop": "/robots-final"}
 SLOW_DELAY = 0.05
@@ -115,6 +116,15 @@ async def throttle(ex: Exchange) -> None:
         await ex.page("busy", 503, "text/plain", [("Retry-After", date)])
     else:
         await ex.page(links("/"))
+
+
+async def stuck(ex: Exchange) -> None:
+    """Asks us to wait on /forever, every time: given up on after max_throttled_seconds."""
+    if ex.path == "/forever":
+        ex.notes["retry_after"] = STUCK_RETRY_AFTER
+        await ex.page("later", 429, "text/plain", [("Retry-After", str(STUCK_RETRY_AFTER))])
+    else:
+        await ex.page(links("/forever"))
 
 
 async def unavail(ex: Exchange) -> None:
@@ -257,6 +267,7 @@ async def private(ex: Exchange) -> None:
 
 ROUTES: dict[str, Route] = {
     "throttle": throttle,
+    "stuck": stuck,
     "unavail": unavail,
     "slow": slow,
     "redirects": redirects,

@@ -89,6 +89,9 @@ class CrawlConfig:
     # A 429 (or 503 with Retry-After) is the server asking us to wait, not a failure: the URL is
     # tried again after the wait, up to this many tries in all (then it fails as "throttled").
     max_throttled_attempts: int = 10
+    # ...and while its host has asked us to wait for less than this long in a row (answers that
+    # all said "wait"): a server that throttles for hours is given up on, saying so.
+    max_throttled_seconds: float = 6 * 3600.0
     # A lease lives total_timeout + this long before it expires; a visit that has not sent its
     # request within this long of the grant gives the lease back unfetched (crawl/visit_parts.py).
     lease_grace: float = 60.0

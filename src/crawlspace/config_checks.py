@@ -46,6 +46,7 @@ def _check_counts(config: CrawlConfig) -> None:
         "connect_timeout",
         "read_timeout",
         "total_timeout",
+        "max_throttled_seconds",
     ):
         if getattr(config, name) < 0:
             raise ConfigError(f"{name} must be >= 0 (got {getattr(config, name)})")

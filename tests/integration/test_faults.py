@@ -27,6 +27,7 @@ CLOCK_SLACK = 0.01
 MAX_BODY = 1024 * 1024
 MAX_DECODED = 4 * 1024 * 1024
 RSS_LIMIT_MB = 300
+MAX_THROTTLED_SECONDS = 6.0  # longer than the throttle site's streaks: it is fetched
 
 
 class FaultWeb:
@@ -79,6 +80,8 @@ read_timeout = 1.0
 max_body_bytes = {MAX_BODY}
 max_decompressed_bytes = {MAX_DECODED}
 max_attempts = 3
+max_throttled_attempts = 100
+max_throttled_seconds = {MAX_THROTTLED_SECONDS}
 backoff_base = 0.2
 retry_delay = 0.1
 lease_grace = 2.0
@@ -92,12 +95,14 @@ def run_crawl(
 ) -> tuple[int, float]:
     """Crawl every fault site; return (exit code, peak RSS in MB) of the crawler process."""
     seeds = [web.url(site) for site in faultweb.SITES]
-    proc = subprocess.Popen(
-        crawl_command(out, config_text(web), seeds),
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
+    with (out.parent / f"{out.name}.stderr").open("ab") as stderr:
+        proc = subprocess.Popen(
+            crawl_command(out, config_text(web), seeds),
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, usage.ru_maxrss / 1024
 
@@ -154,6 +159,23 @@ def test_no_request_inside_a_retry_after_window(crawled: tuple[FaultWeb, Path, f
     paths = [r["path"] for r in rows]
     assert paths.count("/c") == faultweb.THROTTLED_TIMES + 1
     assert got[web.url("throttle", "/c")] == ("fetched", None)
+
+
+def test_a_host_that_keeps_throttling_is_given_up_on_saying_so(
+    crawled: tuple[FaultWeb, Path, float],
+) -> None:
+    web, out, _ = crawled
+    rows = [r for r in by_site(web.requests())["stuck"] if r["path"] == "/forever"]
+    assert all(r["status"] == 429 for r in rows)
+    assert states(out)[web.url("stuck", "/forever")] == ("failed", "throttled")
+    # Each Retry-After (2 s) waited out, until the host had asked us to wait for 6 s in a
+    # row: then one more answer, and the URL failed. max_throttled_attempts (100) never bound.
+    streak = rows[-1]["end"] - rows[0]["end"]
+    assert MAX_THROTTLED_SECONDS - 0.1 <= streak < MAX_THROTTLED_SECONDS + 3.0
+    assert len(rows) <= MAX_THROTTLED_SECONDS / faultweb.STUCK_RETRY_AFTER + 2
+    stderr = (out.parent / f"{out.name}.stderr").read_text()
+    assert "has asked us to wait for" in stderr
+    assert "max_throttled_seconds 6.0" in stderr
 
 
 def test_robots_redirect_hops_are_requests_like_any_other(

@@ -1,6 +1,7 @@
 """What the crawl learns about each host, applied to its leases and links on any engine: trap
 verdicts by yield (frontier/trap_yield.py), rel=canonical rewrites (frontier/canonical.py) and
-URL equivalences learned from content (frontier/url_equivalence.py).
+URL equivalences learned from content (frontier/url_equivalence.py); it also reads when the
+host's current throttling streak began (frontier/backoff.py), with the same notes.
 
 All of it is kept as host notes in the store, so every worker of a shared frontier counts into
 the same evidence and a resumed crawl keeps what it learned. Conclusions live in one small note
@@ -26,6 +27,7 @@ from crawlspace.dedup.sketch import Sketch
 from crawlspace.frontier import canonical as canon
 from crawlspace.frontier import trap_yield as traps
 from crawlspace.frontier import url_equivalence as dust
+from crawlspace.frontier.backoff import THROTTLE_NOTE, throttled_since
 from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.priority import DEPTH_WEIGHT
@@ -57,7 +59,7 @@ class HostRules:
     def _note_names(self, url: str) -> list[str]:
         """Every host note a visit of ``url`` may read: the conclusions, and the evidence a
         first visit may add to."""
-        names = [LEARNED, canon.NOTE]
+        names = [LEARNED, canon.NOTE, THROTTLE_NOTE]
         if self._learn_equivalence:
             names += dust.note_names(url)
         family = traps.url_family(url) if self._rules.sample else None
@@ -70,6 +72,11 @@ class HostRules:
         if notes is None:  # a commit without before_fetch (a failed attempt): read them now
             notes = self._store.host_notes(lease.host_key, self._note_names(lease.url))
         return notes
+
+    def throttled_since(self, lease: Lease) -> float | None:
+        """When the lease's host began its current throttling streak (frontier/backoff.py),
+        from the notes read before its fetch."""
+        return throttled_since(self._notes(lease).get(THROTTLE_NOTE))
 
     def forget(self, lease: Lease) -> None:
         """The lease's run ended: drop what was read for it."""

@@ -158,7 +158,8 @@ class LeaseRunner:
             if learned is not None:  # a trap's member or a canonical's variant: not fetched
                 await self.commit(lease, learned)
                 return
-            completion = await visitor.visit_page(lease, record, rules)
+            since = self.host_rules.throttled_since(lease)
+            completion = await visitor.visit_page(lease, record, rules, since)
             await self.commit(lease, completion)
         except AddressBusyError as busy:
             # Nothing was sent: the lease goes back and its host waits for the address.

@@ -29,12 +29,36 @@ GONE_STATUSES = frozenset({404, 410})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
-def retry_or_fail(lease: Lease, response: FetchResponse, config: CrawlConfig) -> Completion:
-    """A 429 (or a 503 with Retry-After) asks us to wait, not to give up: the URL is tried
-    again after the wait, up to ``max_throttled_attempts`` tries in all, and then fails
-    saying so ("throttled"). Other 5xx answers are failures: ``max_attempts`` tries."""
+def is_throttled(response: FetchResponse) -> bool:
+    """A 429, or a 503 with Retry-After: the server asks us to wait, it is not failing."""
     status = response.status
-    throttled = status == 429 or (status == 503 and response.header("retry-after"))
+    return status == 429 or (status == 503 and response.header("retry-after") is not None)
+
+
+def retry_or_fail(
+    lease: Lease,
+    response: FetchResponse,
+    config: CrawlConfig,
+    throttled_since: float | None = None,
+) -> Completion:
+    """A 429 (or a 503 with Retry-After) asks us to wait, not to give up: the URL is tried
+    again after the wait, up to ``max_throttled_attempts`` tries in all and while its host's
+    throttling streak (begun at ``throttled_since``) is shorter than ``max_throttled_seconds``,
+    and then fails saying so ("throttled"). Other 5xx answers are failures: ``max_attempts``."""
+    status = response.status
+    throttled = is_throttled(response)
+    if throttled and throttled_since is not None:
+        waited = response.ended_at - throttled_since
+        if waited >= config.max_throttled_seconds:
+            log.warning(
+                "giving up on %s: %s has asked us to wait for %.0f s in a row "
+                "(max_throttled_seconds %s)",
+                lease.url,
+                lease.host_key,
+                waited,
+                config.max_throttled_seconds,
+            )
+            return Completion(state="failed", reason="throttled")
     cap = config.max_throttled_attempts if throttled else config.max_attempts
     if lease.attempt < cap:
         return Completion(state="queued", reason=f"http_{status}")

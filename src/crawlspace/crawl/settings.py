@@ -58,6 +58,7 @@ _LESS_POLITE_WHEN_HIGHER: Final = frozenset(
         "host_pause_after",
         "max_attempts",
         "max_throttled_attempts",
+        "max_throttled_seconds",
     }
 )
 _DEFAULTS: Final = CrawlConfig()

@@ -17,6 +17,7 @@ from crawlspace.crawl.responses import (
     REDIRECT_STATUSES,
     RETRY_STATUSES,
     fetch_record,
+    is_throttled,
     parse_retry_after,
     redirect_completion,
     retry_or_fail,
@@ -31,7 +32,7 @@ from crawlspace.discovery.sitemaps import (
 from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
-from crawlspace.frontier.backoff import HostWait
+from crawlspace.frontier.backoff import THROTTLE_NOTE, HostWait, throttle_note
 from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.parse.processors import ProcessedContent, admit_links
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
@@ -46,7 +47,15 @@ class Visitor(RobotsVisits):
     """Carries the collaborators a visit needs; one per crawl. robots.txt visits are
     ``robots_visit.py``'s; pages are here."""
 
-    async def visit_page(self, lease: Lease, robots: RobotsRecord, rules: RobotsTxt) -> Completion:
+    async def visit_page(
+        self,
+        lease: Lease,
+        robots: RobotsRecord,
+        rules: RobotsTxt,
+        throttled_since: float | None = None,
+    ) -> Completion:
+        """Fetch the leased page (``throttled_since``: when its host's current throttling
+        streak began, frontier/backoff.py) and say how its visit ended."""
         config = self.config
         if robots.outcome == DISALLOW_ALL and robots.error in FINAL_ROBOTS_ERRORS:
             return Completion(state="excluded", reason=robots.error)
@@ -82,7 +91,10 @@ class Visitor(RobotsVisits):
         crash_point("after_response")
         location = await self._archive(response)
         crash_point("after_warc")
-        completion, content = await self._page_outcome(lease, response)
+        completion, content = await self._page_outcome(lease, response, throttled_since)
+        note = throttle_note(throttled_since, is_throttled(response), response.ended_at)
+        if note is not None:
+            completion.notes[THROTTLE_NOTE] = note
         self._schedule_host(completion, host, response.ended_at, response.elapsed, crawl_delay)
         completion.fetch = fetch_record(
             lease, response, location, content, self.config.product_token
@@ -118,11 +130,11 @@ class Visitor(RobotsVisits):
         completion.host_failures = host.failures
 
     async def _page_outcome(
-        self, lease: Lease, response: FetchResponse
+        self, lease: Lease, response: FetchResponse, throttled_since: float | None
     ) -> tuple[Completion, ProcessedContent | None]:
         status = response.status
         if status in RETRY_STATUSES or status >= 500:
-            return retry_or_fail(lease, response, self.config), None
+            return retry_or_fail(lease, response, self.config, throttled_since), None
         if status in REDIRECT_STATUSES:
             return redirect_completion(
                 lease, response, self.discovery, self.config.max_redirects

@@ -8,6 +8,10 @@ is exclusive, so there are no lost updates):
   recovers slowly, never below the configured minimum.
 * ``failures`` (consecutive connection errors, timeouts, 5xx): reset by any response that is not
   a server error. After ``pause_after`` of them in a row the host is paused, not hammered.
+
+A throttling streak (answers that all asked us to wait, in a row) also keeps the time it began,
+as the host note ``THROTTLE_NOTE`` (:func:`throttle_note`), so the total wait can be capped:
+``max_throttled_seconds`` (crawl/responses.py retry_or_fail).
 """
 
 from __future__ import annotations
@@ -67,3 +71,21 @@ class BackoffPolicy:
                 wait, min(self.pause_seconds * 2.0 ** (streak - self.pause_after), self.max_seconds)
             )
         return HostWait(level, streak, min(wait, self.max_seconds))
+
+
+# The host note that holds when the host's current throttling streak began ("" or absent: none).
+THROTTLE_NOTE = "throttled_since"
+
+
+def throttled_since(note: str | None) -> float | None:
+    """When the host's throttling streak began, from its note (None: not throttling us)."""
+    return float(note) if note else None
+
+
+def throttle_note(since: float | None, throttled: bool, answered_at: float) -> str | None:
+    """The host's throttle note after an answer, or None to leave it as it is: a first
+    throttled answer starts a streak, any other answer ends one (a note is never deleted,
+    only emptied, so every engine writes it the same way)."""
+    if throttled:
+        return None if since is not None else repr(answered_at)
+    return "" if since is not None else None
