@@ -30,8 +30,13 @@ class AddressPolicy:
     min_gap: float = 0.0
 
     def retry_at(self, now: float, next_allowed_at: float, busy: bool) -> float:
-        """When a refused take may succeed: after the gap, or a short wait for a free token."""
-        return max(next_allowed_at, now + BUSY_RETRY) if busy else next_allowed_at
+        return token_retry_at(now, next_allowed_at, busy)
+
+
+def token_retry_at(now: float, next_allowed_at: float, busy: bool) -> float:
+    """When a refused take of a token (an address's, or a host's outside its leases) may
+    succeed: after the gap, or a short wait for a free token."""
+    return max(next_allowed_at, now + BUSY_RETRY) if busy else next_allowed_at
 
 
 @dataclass(slots=True)

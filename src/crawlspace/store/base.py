@@ -104,6 +104,25 @@ class Frontier(Protocol):
         """The holder's address token back; the address's gap starts at ``ended``."""
         ...
 
+    def take_host(
+        self, host_key: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        """Hold one of ``host_key``'s tokens outside its own leases, for a request to the host
+        that another host's lease makes (a robots.txt redirect hop, RFC 9309 §2.3.1.2).
+        Granted (None) as a lease would be: the host has a free token (robots.txt leases
+        included) and its next-allowed time has passed; else the time to try again
+        (frontier/addresses.py token_retry_at). The token counts as in flight until
+        ``give_host`` or ``expires_at``, when it lapses as an expired lease does (the host
+        then waits the lost-lease gap). A host the store does not know yet is made, with
+        nothing queued."""
+        ...
+
+    def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None:
+        """The holder's token of ``host_key`` back; the host's next start moves to
+        ``next_allowed_at`` when later. A token not held (given back, or lapsed) changes
+        nothing."""
+        ...
+
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (url_id, url) of the host's URLs excluded for a robots reason
         (robots/policy.py ROBOTS_EXCLUSIONS), for its new robots.txt to re-evaluate."""
