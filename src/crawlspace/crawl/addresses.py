@@ -1,4 +1,5 @@
-"""Every request holds a token of its server's address, taken just before it is sent.
+"""Every request holds a token of its server's address, taken just before it is sent; a request
+a lease makes to another host (a robots.txt redirect hop) also holds that host's token.
 
 The host's token comes with the lease (the frontier's); the address's is taken here, from the
 store (``take_address``: in memory on the embedded engines, in Redis for a shared crawl, by the
@@ -6,24 +7,40 @@ rule of frontier/addresses.py), because a host's address is known only once it i
 on a cluster the address's slot is not the host's. A busy address refuses: the visit raises
 ``AddressBusyError`` before sending anything and the lease goes back with its host deferred until
 the address may have room (``release(..., not_before)``), so a fetch slot never idles waiting.
+
+Another host's token (``take_host``) is waited for instead, within the lease: the lease already
+sent its own host a request, so giving it back would only repeat that request. ``HostGate``
+raises ``HostBusyError`` when the wait would outlast the lease.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Protocol
 
 from crawlspace.records import Lease
 
 
-class AddressBusyError(Exception):
+class TokenBusyError(Exception):
+    """A token the visit needs is not free: the lease goes back, its host deferred until
+    ``retry_at``."""
+
+    def __init__(self, key: str, retry_at: float) -> None:
+        super().__init__(f"{key} busy until {retry_at}")
+        self.key = key
+        self.retry_at = retry_at
+
+
+class AddressBusyError(TokenBusyError):
     """The server's address has no free token: nothing was sent; try after ``retry_at``."""
 
-    def __init__(self, address: str, retry_at: float) -> None:
-        super().__init__(f"{address} busy until {retry_at}")
-        self.address = address
-        self.retry_at = retry_at
+
+class HostBusyError(TokenBusyError):
+    """Another host's token could not be had within the lease (``retry_at`` already counts
+    the lease's own host's gap after what it sent)."""
 
 
 class AddressTokenStore(Protocol):
@@ -59,3 +76,45 @@ class AddressGate:
             yield
         finally:
             self._tokens.give_address(address, lease.lease_id, self._now())
+
+
+class HostTokenStore(Protocol):
+    def take_host(
+        self, host_key: str, holder: str, now: float, expires_at: float
+    ) -> float | None: ...
+
+    def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None: ...
+
+
+@dataclass(slots=True)
+class HostHold:
+    """A held token of another host; the request sets when that host may be fetched next."""
+
+    next_allowed_at: float
+
+
+class HostGate:
+    def __init__(self, tokens: HostTokenStore, now: Callable[[], float]) -> None:
+        self._tokens = tokens
+        self._now = now
+
+    @asynccontextmanager
+    async def hold(
+        self, lease: Lease, host_key: str, latest_start: float
+    ) -> AsyncIterator[HostHold]:
+        """Hold a token of ``host_key`` (not the lease's host) for the request sent inside,
+        waiting for it until ``latest_start`` at most (then HostBusyError)."""
+        holder = lease.lease_id + "/hop"  # a lease sends one request at a time
+        while True:
+            now = self._now()
+            retry_at = self._tokens.take_host(host_key, holder, now, lease.expires_at)
+            if retry_at is None:
+                break
+            if retry_at > latest_start:
+                raise HostBusyError(host_key, retry_at)
+            await asyncio.sleep(max(0.0, retry_at - now))
+        hold = HostHold(self._now())
+        try:
+            yield hold
+        finally:
+            self._tokens.give_host(host_key, holder, hold.next_allowed_at)

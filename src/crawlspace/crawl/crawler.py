@@ -23,7 +23,7 @@ from crawlspace.archive.recovery import RecoveredFile, recover_open_files, respo
 from crawlspace.archive.warc import WarcWriter
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressGate
+from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.leases import CrawlParts, LeaseRunner
 from crawlspace.crawl.setup import (
@@ -230,6 +230,7 @@ class Crawler:
             processors=self.processors,
             pools=pools,
             gate=AddressGate(transport.address_of, self.store, self.clock.now),
+            hosts=HostGate(self.store, self.clock.now),
             now=self.clock.now,
         )
         loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from crawlspace.clock import Clock
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressBusyError
+from crawlspace.crawl.addresses import AddressBusyError, TokenBusyError
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.host_rules import HostRules
@@ -161,9 +161,11 @@ class LeaseRunner:
             since = self.host_rules.throttled_since(lease)
             completion = await visitor.visit_page(lease, record, rules, since)
             await self.commit(lease, completion)
-        except AddressBusyError as busy:
-            # Nothing was sent: the lease goes back and its host waits for the address.
-            self.tally.address_waits += 1
+        except TokenBusyError as busy:
+            # The lease goes back and its host waits for the token (an address's: nothing was
+            # sent; another host's: retry_at counts the gap after what was sent).
+            if isinstance(busy, AddressBusyError):
+                self.tally.address_waits += 1
             self._store.release(lease, self._now(), not_before=busy.retry_at)
         except LeaseTooShortError:
             # Nothing was sent. If the lease has expired and the host is another's now, the

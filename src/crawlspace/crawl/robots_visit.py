@@ -1,5 +1,6 @@
-"""A robots.txt visit (RFC 9309 §2.3): fetch it, follow its redirects one polite hop at a time,
-and turn the answer into the record the store keeps and the host's next start."""
+"""A robots.txt visit (RFC 9309 §2.3): fetch it, follow its redirects one polite hop at a time
+(a hop to another host holds that host's token, crawl/addresses.py HostGate), and turn the
+answer into the record the store keeps and the host's next start."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from crawlspace.crawl.addresses import HostBusyError, TokenBusyError
 from crawlspace.crawl.responses import RETRY_STATUSES, parse_retry_after
 from crawlspace.crawl.visit_parts import VisitParts
 from crawlspace.errors import BlockedAddressError, FetchError
@@ -22,7 +24,7 @@ from crawlspace.robots.policy import (
     after_redirects,
     classify_status,
 )
-from crawlspace.urls import normalize
+from crawlspace.urls import host_key, normalize
 
 log = logging.getLogger("crawlspace.crawl.visit")
 
@@ -44,18 +46,17 @@ class RobotsVisits(VisitParts):
         retry_after: float | None = None
         cache: CacheHeaders | None = None
         hops = 0
+        free_at = started  # when the lease's own host may be sent its next request
         while True:
             self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
+            request = FetchRequest(
+                url,
+                max_body_bytes=self.config.robots_max_bytes,
+                # Decoded too: the record is stored and cached in memory per host.
+                max_decompressed_bytes=self.config.robots_max_bytes,
+            )
             try:
-                response = await self._fetch(
-                    lease,
-                    FetchRequest(
-                        url,
-                        max_body_bytes=self.config.robots_max_bytes,
-                        # Decoded too: the record is stored and cached in memory per host.
-                        max_decompressed_bytes=self.config.robots_max_bytes,
-                    ),
-                )
+                response = await self._send_hop(lease, request, free_at)
             except BlockedAddressError as exc:
                 # Not a transient failure: our own policy forbids the host, so give up at once
                 # (no request was made, so the host's clock does not move).
@@ -74,6 +75,13 @@ class RobotsVisits(VisitParts):
             except FetchError as exc:
                 status, error = None, exc.reason
                 break
+            except TokenBusyError as busy:
+                if hops == 0:
+                    raise  # nothing was sent yet: the lease goes back as any would
+                # The lease's host was sent the first hop: it waits its gap after that too.
+                raise HostBusyError(busy.key, max(busy.retry_at, free_at)) from busy
+            if host_key(url) == lease.host_key:
+                free_at = response.ended_at + self.politeness.gap(response.elapsed, None)
             await self._archive(response)
             status, body = response.status, response.body
             cache = cache_headers(response)  # the final response's: the one that answers
@@ -86,8 +94,6 @@ class RobotsVisits(VisitParts):
             if target is None:
                 break
             url = target
-            # Every hop is a request: the next one waits the politeness gap, as a page would.
-            await asyncio.sleep(self.politeness.gap(response.elapsed, None))
         return self.robots_outcome(
             lease,
             status,
@@ -99,6 +105,23 @@ class RobotsVisits(VisitParts):
             retry_after=retry_after,
             cache=cache,
         )
+
+    async def _send_hop(self, lease: Lease, request: FetchRequest, free_at: float) -> FetchResponse:
+        """One request of a robots.txt redirect chain, as polite as a page's (#18): to the
+        lease's own host after its gap since the last hop there (``free_at``); to another host
+        holding that host's token, as its own lease would, and moving its clock by the gap."""
+        target = host_key(request.url)
+        if target == lease.host_key or self.hosts is None:
+            await asyncio.sleep(max(0.0, free_at - self.now()))
+            return await self._fetch(lease, request)
+        latest_start = lease.expires_at - self.config.total_timeout
+        async with self.hosts.hold(lease, target, latest_start) as hold:
+            began = self.now()
+            try:
+                return await self._fetch(lease, request)
+            finally:
+                ended = self.now()
+                hold.next_allowed_at = ended + self.politeness.gap(ended - began, None)
 
     def _robots_hop(self, lease: Lease, url: str, response: FetchResponse, hops: int) -> str | None:
         """Where a robots.txt redirect leads, or None to stop following: the 3xx then stands,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from crawlspace.archive.warc import WarcWriter
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressGate
+from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Discovery
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
@@ -37,11 +37,14 @@ class VisitParts:
         processors: ProcessorRegistry,
         pools: StagePools,
         gate: AddressGate | None = None,
+        hosts: HostGate | None = None,
         rand: Callable[[], float] = random.random,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.pools = pools
         self.gate = gate  # per server address tokens (crawl/addresses.py); None: none
+        # Other hosts' tokens, for robots.txt redirect hops (crawl/addresses.py); None: none.
+        self.hosts = hosts
         self.now = now  # the lease clock (lease.expires_at is on it)
         self.config = config
         self.transport = transport

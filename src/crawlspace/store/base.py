@@ -104,9 +104,7 @@ class Frontier(Protocol):
         """The holder's address token back; the address's gap starts at ``ended``."""
         ...
 
-    def take_host(
-        self, host_key: str, holder: str, now: float, expires_at: float
-    ) -> float | None:
+    def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
         """Hold one of ``host_key``'s tokens outside its own leases, for a request to the host
         that another host's lease makes (a robots.txt redirect hop, RFC 9309 §2.3.1.2).
         Granted (None) as a lease would be: the host has a free token (robots.txt leases

@@ -93,6 +93,12 @@ class SharedStore(RecordsDelegate):
     def give_address(self, address: str, holder: str, ended: float) -> None:
         self.frontier.give_address(address, holder, ended)
 
+    def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
+        return self.frontier.take_host(host_key, holder, now, expires_at)
+
+    def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None:
+        self.frontier.give_host(host_key, holder, next_allowed_at)
+
     def expire_leases(self, now: float) -> int:
         self._last_now = now
         return self.frontier.expire_leases(now)

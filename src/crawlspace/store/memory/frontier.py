@@ -18,7 +18,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 
-from crawlspace.frontier.addresses import AddressTokens, OwnedAddressTokens
+from crawlspace.frontier.addresses import AddressTokens, OwnedAddressTokens, token_retry_at
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget, day_budget
 from crawlspace.frontier.states import UrlState, check_transition
@@ -277,7 +277,8 @@ class MemoryFrontier(OwnedAddressTokens, HostNotesInMemory):
         del self._active[lease_id]
         active.host.in_flight -= 1
         if active.url is None:
-            active.host.robots_lease_id = None
+            if active.host.robots_lease_id == lease_id:  # else a host token's holder
+                active.host.robots_lease_id = None
         else:
             # The lease id fences off every copy of the old lease; the version counts visits, and
             # a retry of the same visit keeps it (fetch records are unique per url and version).
@@ -371,6 +372,32 @@ class MemoryFrontier(OwnedAddressTokens, HostNotesInMemory):
         self._move_clock(active.host, not_before)
         self._return(lease.lease_id, active, tried=False)
         return True
+
+    # A host's token held outside its leases (store/base.py take_host) is an Active without a
+    # URL under the key "H:holder" (lease ids are "L<n>"), so expiry lapses it as a lost lease.
+
+    def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
+        key = "H:" + holder
+        host = self._hosts.setdefault(host_key, MemHost(host_key))
+        if key in self._active:
+            return None
+        busy = host.in_flight >= self._limits.max_in_flight_per_host
+        if busy or host.next_allowed_at > now:
+            return token_retry_at(now, host.next_allowed_at, busy)
+        host.in_flight += 1
+        heapq.heappush(self._expiry, (expires_at, next(self._seq), key))
+        self._active[key] = Active(host, None, expires_at)
+        self._reschedule(host)
+        return None
+
+    def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None:
+        key = "H:" + holder
+        active = self._active.get(key)
+        if active is None or active.host.key != host_key:
+            return
+        self._end(key, active)
+        self._move_clock(active.host, next_allowed_at)
+        self._reschedule(active.host)
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         host = self._hosts.get(host_key)

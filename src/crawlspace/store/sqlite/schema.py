@@ -34,6 +34,14 @@ CREATE TABLE IF NOT EXISTS hosts (
 );
 CREATE INDEX IF NOT EXISTS hosts_busy ON hosts (in_flight) WHERE in_flight > 0;
 
+-- A host's token held outside its leases (store/sqlite/holds.py): a robots.txt redirect hop
+-- from another host's robots lease. Its holder and expiry; the token is the row's in_flight.
+CREATE TABLE IF NOT EXISTS host_holds (
+    holder     TEXT PRIMARY KEY,
+    host_id    INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS robots (
     host_id     INTEGER PRIMARY KEY,
     status      INTEGER,

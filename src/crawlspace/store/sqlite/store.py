@@ -24,6 +24,7 @@ from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
 from crawlspace.store.sqlite import front as sqlite_front
+from crawlspace.store.sqlite import holds
 from crawlspace.store.sqlite import lease as sqlite_lease
 from crawlspace.store.sqlite import priority as sqlite_priority
 from crawlspace.store.sqlite import revisit as sqlite_revisit
@@ -218,6 +219,14 @@ class SqliteStore(RecordsDelegate, OwnedAddressTokens):
             )
         return True
 
+    def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
+        with self._transaction() as db:
+            return holds.take(db, self.records.host_id(db, host_key), holder, now, expires_at)
+
+    def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None:
+        with self._transaction() as db:
+            holds.give(db, host_key, holder, next_allowed_at)
+
     # -- robots re-evaluation (crawl/leases.py): the partial index urls_robots_excluded --------
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
@@ -276,7 +285,8 @@ class SqliteStore(RecordsDelegate, OwnedAddressTokens):
                 " WHERE robots_lease_id IS NOT NULL AND robots_lease_expires_at <= ?",
                 (hold, cutoff),
             ).rowcount
-        return int(sum(n for _, n in expired) + robots)
+            lapsed = holds.lapse(db, cutoff, hold)
+        return int(sum(n for _, n in expired) + robots + lapsed)
 
     def next_ready_at(self) -> float | None:
         row = self._db.execute(sqlite_front.next_ready_sql(self.limits.front)).fetchone()

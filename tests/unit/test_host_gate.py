@@ -1,0 +1,68 @@
+"""HostGate (crawl/addresses.py): another host's token for a robots.txt redirect hop, taken from
+a real frontier (the memory engine's): waited for within the lease, refused past it, and given
+back with the host's next start."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from crawlspace.crawl.addresses import HostBusyError, HostGate
+from crawlspace.records import Lease, LeaseKind
+from crawlspace.store.memory import MemoryFrontier
+
+HUB = "http://hub.example"
+
+
+def _lease(expires_at: float) -> Lease:
+    return Lease(
+        LeaseKind.ROBOTS,
+        "L9",
+        "http://a.example",
+        "http://a.example/robots.txt",
+        0,
+        1,
+        1,
+        0,
+        0,
+        expires_at,
+    )
+
+
+def test_the_gate_waits_for_the_hosts_clock_then_moves_it() -> None:
+    frontier = MemoryFrontier()
+    now = time.time()
+    assert frontier.take_host(HUB, "page", now, now + 60) is None
+    frontier.give_host(HUB, "page", now + 0.3)  # the hub's gap runs 0.3 s more
+    gate = HostGate(frontier, time.time)
+
+    async def hop() -> float:
+        async with gate.hold(_lease(now + 60), HUB, latest_start=now + 50) as hold:
+            started = time.time()
+            assert frontier.in_flight() == 1
+            hold.next_allowed_at = started + 5.0
+        return started
+
+    started = asyncio.run(hop())
+    assert started >= now + 0.3
+    assert frontier.in_flight() == 0
+    assert frontier.take_host(HUB, "next", started + 1.0, started + 60) == started + 5.0
+
+
+def test_the_gate_refuses_a_wait_past_the_lease_and_holds_nothing() -> None:
+    frontier = MemoryFrontier()
+    now = time.time()
+    frontier.take_host(HUB, "page", now, now + 60)
+    frontier.give_host(HUB, "page", now + 30.0)
+    gate = HostGate(frontier, time.time)
+
+    async def hop() -> None:
+        async with gate.hold(_lease(now + 20), HUB, latest_start=now + 10):
+            raise AssertionError("no token may be granted before the hub's clock")
+
+    with pytest.raises(HostBusyError) as refused:
+        asyncio.run(hop())
+    assert refused.value.retry_at == now + 30.0
+    assert frontier.in_flight() == 0
