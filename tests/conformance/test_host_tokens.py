@@ -14,7 +14,9 @@ HOST = "http://a.example"
 NEW = "http://never-seen.example"
 
 
-def _ready_host(frontier_factory: FrontierFactory, limits: FrontierLimits | None = None) -> Frontier:
+def _ready_host(
+    frontier_factory: FrontierFactory, limits: FrontierLimits | None = None
+) -> Frontier:
     """A frontier whose HOST has robots.txt answered and two pages queued, free from t=1."""
     frontier = frontier_factory(limits or FrontierLimits())
     frontier.add([cand(HOST, "/a"), cand(HOST, "/b")], 0.0)
@@ -31,7 +33,8 @@ def test_a_held_host_token_blocks_the_hosts_leases(make_frontier: FrontierFactor
     assert frontier.lease(3.0, 10, LEASE_SECONDS) == []  # its only token is held
     # A second holder waits for the token: a short retry, not the host's clock.
     retry = frontier.take_host(HOST, "hop-2", 3.0, 3.0 + LEASE_SECONDS)
-    assert retry is not None and 3.0 < retry <= 4.0
+    assert retry is not None
+    assert 3.0 < retry <= 4.0
     frontier.give_host(HOST, "hop-1", 10.0)  # the hop ended; the host's gap runs to 10
     assert frontier.in_flight() == 0
     assert frontier.lease(9.0, 10, LEASE_SECONDS) == []
@@ -47,7 +50,8 @@ def test_a_host_token_waits_for_the_hosts_clock_and_its_leases(
     (lease,) = frontier.lease(1.0, 10, LEASE_SECONDS)
     # A page is in flight: no token, and no change to anything.
     retry = frontier.take_host(HOST, "hop", 1.5, 1.5 + LEASE_SECONDS)
-    assert retry is not None and retry > 1.5
+    assert retry is not None
+    assert retry > 1.5
     assert frontier.in_flight() == 1
     assert frontier.complete(lease, fetched(5.0), 2.0)
     # Free, but its next-allowed time (5) is the retry time.

@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from crawlspace.demo.webfarm import Response, Site, WebFarm, html_site, robots_txt
+from crawlspace.demo.webfarm import Response, Site, WebFarm, html_site
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers

@@ -16,7 +16,8 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
                                front band F of their best queued URL (frontier/front_queues.py)
     {ns:bN}:seen        hash   url -> url id: the exact seen set
     {ns:bN}:dx          hash   url -> url id of URLs excluded for their depth (re-admittable)
-    {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" -> expires_at
+    {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" / "H|host|holder" (a host's token
+                               held outside its leases, lua/host_token.lua) -> expires_at
     {ns:bN}:due         zset   url id -> next fetch time of a planned revisit
     {ns:bN}:events      stream one entry per successful completion (url id, version, lease, epoch)
     {ns:bN}:h:<host>    hash   inflight, next, band (front band), admitted, fetched, dups, rlease

@@ -9,7 +9,8 @@ which every write script's reply keeps current: their cost does not grow with th
 buckets. ``lease`` grants the best-ranked ready hosts of the whole crawl (leasing.py, the
 front bands of frontier/front_queues.py). Rarer questions (leases in flight, queued and fetched
 counts) are a pipelined scan over all buckets, one round trip per shard. Scripts, retries and
-pipelines are scripts.py's.
+pipelines are scripts.py's; tokens held outside a host's leases (an address's, a host's for a
+robots.txt redirect hop) tokens.py's.
 
 Discovered links belong to other buckets, so ``complete`` adds them *before* the completing write:
 a crash in between re-fetches the page (at-least-once) but never loses a link. With
@@ -20,13 +21,10 @@ failover of those shards cannot lose them either.
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from crawlspace.frontier.aopic import (
-    SEED_CASH,
-)
+from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.states import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
@@ -37,7 +35,8 @@ from crawlspace.store.redis.cash import CashLedger
 from crawlspace.store.redis.codec import num
 from crawlspace.store.redis.completion import plan_args
 from crawlspace.store.redis.index import BucketIndex
-from crawlspace.store.redis.scripts import ScriptRunner, connect, stored_buckets
+from crawlspace.store.redis.scripts import connect, stored_buckets
+from crawlspace.store.redis.tokens import HeldTokens
 from crawlspace.store.redis.wait import ReplicationBarrier
 
 __all__ = ["DEFAULT_BUCKETS", "RedisFrontier", "connect", "stored_buckets"]
@@ -45,7 +44,7 @@ __all__ = ["DEFAULT_BUCKETS", "RedisFrontier", "connect", "stored_buckets"]
 DEFAULT_BUCKETS = 1024
 
 
-class RedisFrontier(ScriptRunner):
+class RedisFrontier(HeldTokens):
     """Implements ``crawlspace.store.base.Frontier`` on Redis or Redis Cluster."""
 
     def __init__(
@@ -244,26 +243,6 @@ class RedisFrontier(ScriptRunner):
                 *ids,
             )
         )
-
-    # -- per server address, in the address's own slot (lua/address.lua) ---------------------
-
-    def take_address(
-        self, address: str, holder: str, now: float, expires_at: float
-    ) -> float | None:
-        prefix = f"{{{self.namespace}:a:{address}}}:"
-        policy = self.limits.address
-        args = (prefix, "take", holder, num(now), num(expires_at), policy.max_in_flight)
-        reply = self.run_key("address", prefix + "h", args)
-        if int(reply[0]) == 1:
-            return None
-        next_at = float(reply[2]) if reply[2] else float("-inf")
-        return policy.retry_at(now, next_at, busy=int(reply[1]) == 1)
-
-    def give_address(self, address: str, holder: str, ended: float) -> None:
-        prefix = f"{{{self.namespace}:a:{address}}}:"
-        gap = self.limits.address.min_gap
-        next_at = num(ended + gap) if gap > 0 else ""
-        self.run_key("address", prefix + "h", (prefix, "give", holder, next_at, math.ceil(gap) + 1))
 
     def expire_leases(self, now: float) -> int:
         at = num(now)

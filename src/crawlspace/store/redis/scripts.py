@@ -44,6 +44,7 @@ _SCRIPTS = (
     "exclude",
     "cash",
     "address",
+    "host_token",
     "reevaluate",
 )
 _READ_SCRIPTS = ("count_urls", "read_urls")
