@@ -18,9 +18,9 @@ from crawlspace.demo.webfarm import Response, Site, WebFarm, html_site, sitemap_
 from crawlspace.ops.export import iter_records
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from crawlspace.urls import host_key
-from tests.redis_servers import RedisDeployment, start_single
+from tests.redis_servers import RedisDeployment
 from tests.webs import stats_json
-from tests.workers import cli
+from tests.workers import cli, crawl_with_workers
 
 CONFIG = """
 [crawl]
@@ -129,30 +129,20 @@ def test_allow_host_with_port_opts_the_bait_port_in(tmp_path: Path) -> None:
     assert states[neighbour] == ("excluded", "scope")
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisDeployment]:
-    deployment = start_single(tmp_path_factory.mktemp("redis"))
-    yield deployment
-    deployment.stop()
-
-
-def test_workers_refuse_the_bait_port_too(tmp_path: Path, redis: RedisDeployment) -> None:
+def test_four_workers_refuse_the_bait_port_too(tmp_path: Path, cluster: RedisDeployment) -> None:
     """`seed` and `worker` build the scope as `crawl` does (crawl/setup.py crawl_scope); here
-    in the default scope mode (domain), on a shared Redis frontier."""
+    in the default scope mode (domain), with four workers on a 3-master Redis Cluster."""
     config = tmp_path / "crawl.toml"
-    config.write_text(CONFIG)
-    shared = ["--frontier", redis.url, "--namespace", "optin", "--buckets", "4"]
-    flags = ["--config", str(config), "--allow-net", "127.0.0.0/8", "-q"]
+    config.write_text(CONFIG + 'allow_nets = ["127.0.0.0/8"]\n')
+    outs = [tmp_path / f"w{i}" for i in range(4)]
     with WebFarm.deferred(("site", "bait"), _sites) as farm:
-        seed = [*cli("seed", *shared), *flags, farm.url("site", "/")]
-        subprocess.run(seed, check=True, timeout=60, stdout=subprocess.DEVNULL)
-        worker = [*cli("worker", *shared), *flags, "--out", str(tmp_path / "w0")]
-        subprocess.run(worker, check=True, timeout=120, stdout=subprocess.DEVNULL)
+        seeds = [farm.url("site", "/")]
+        crawl_with_workers(cluster.url, "optin", 16, config, seeds=seeds, outs=outs, timeout=120)
         assert farm.wait_idle()
         assert farm.requests_for("bait") == []
         assert {"/", "/a.html", "/go"} <= set(farm.paths_for("site"))
         urls = [*_bait_urls(farm)[:3], f"http://127.0.0.2:{farm.port('site')}/"]
-    frontier = RedisFrontier(connect(redis.url), namespace="optin", buckets=4, epoch=0)
+    frontier = RedisFrontier(connect(cluster.url), namespace="optin", buckets=16, epoch=0)
     try:
         for url in urls:
             assert frontier.url_state(url, host_key(url)) == ("excluded", "scope"), url
