@@ -58,20 +58,11 @@ class RobotsVisits(VisitParts):
             try:
                 response = await self._send_hop(lease, request, free_at)
             except BlockedAddressError as exc:
-                # Not a transient failure: our own policy forbids the host, so give up at once
-                # (no request was made, so the host's clock does not move).
+                # Not a transient failure: our own policy forbids the host (or where its
+                # robots.txt leads), so give up at once. No request was made to this address;
+                # the lease's host waits its gap only if an earlier hop went to it.
                 now = time.time()
-                record = RobotsRecord(
-                    lease.host_key,
-                    None,
-                    DISALLOW_ALL,
-                    b"",
-                    now,
-                    now + self.config.robots_cache_seconds,
-                    self.config.robots_max_attempts,
-                    exc.reason,
-                )
-                return RobotsVisit(record, now)
+                return RobotsVisit(self._blocked_record(lease, exc, now), max(now, free_at))
             except FetchError as exc:
                 status, error = None, exc.reason
                 break
@@ -104,6 +95,19 @@ class RobotsVisits(VisitParts):
             ended=time.time(),
             retry_after=retry_after,
             cache=cache,
+        )
+
+    def _blocked_record(self, lease: Lease, exc: BlockedAddressError, now: float) -> RobotsRecord:
+        """Disallow all, finally (no retries): the crawl's own policy refuses the address."""
+        return RobotsRecord(
+            lease.host_key,
+            None,
+            DISALLOW_ALL,
+            b"",
+            now,
+            now + self.config.robots_cache_seconds,
+            self.config.robots_max_attempts,
+            exc.reason,
         )
 
     async def _send_hop(self, lease: Lease, request: FetchRequest, free_at: float) -> FetchResponse:
