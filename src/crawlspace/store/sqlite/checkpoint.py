@@ -64,8 +64,10 @@ class WalCheckpointer:
                 busy = copied != copied_before or wal_frames != copied
                 delay = _BUSY_SECONDS if busy else _IDLE_SECONDS
                 copied_before = copied
-        except sqlite3.Error:
-            # The writer's automatic checkpoint still runs; only the overlap is lost.
-            log.exception("background checkpoints stopped on %s", self.path)
+        except sqlite3.Error as exc:
+            # The writer's automatic checkpoint still runs; only the overlap is lost. One line:
+            # a full disk stops the crawl itself with its own clear error, and this one is
+            # not a bug to debug with a traceback.
+            log.warning("background checkpoints stopped on %s: %s", self.path, exc)
         finally:
             db.close()
