@@ -51,8 +51,8 @@ class WalCheckpointer:
     def _run(self) -> None:
         try:
             db = sqlite3.connect(self.path, isolation_level=None)
-        except sqlite3.Error:
-            log.exception("background checkpoints off: cannot open %s", self.path)
+        except sqlite3.Error as exc:
+            log.warning("background checkpoints off: cannot open %s: %s", self.path, exc)
             return
         try:
             db.execute("PRAGMA synchronous=NORMAL")
