@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from crawlspace.demo.webfarm import Response, Site, WebFarm, html_site
+from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
@@ -93,3 +93,75 @@ def test_workers_hold_the_hubs_token_for_every_hop(
         crawl_with_workers(cluster.url, "hops", 16, config, seeds=seeds, outs=outs, timeout=120)
         assert farm.wait_idle()
         _audit(farm)
+
+
+CHAIN = {"/robots.txt": "/r1", "/r1": "/r2", "/r2": "/robots-final"}
+CROWD = SITES[:4]
+
+
+def _chain_and_crowd(ports: Mapping[str, int]) -> dict[str, Site]:
+    """A site whose robots.txt is three same-host redirects away, among four busy sites on
+    the same address."""
+    chain = html_site("chain", {"/": '<a href="/a.html">a</a>', "/a.html": "a"})
+    for path, to in CHAIN.items():
+        # Slow hops: a gap of 0.2 s after each (delay_factor 1), for the crowd to take the
+        # address in.
+        chain.routes[path] = Response(301, {"Location": to}, b"", delay=0.2)
+    chain.routes["/robots-final"] = Response(200, {"Content-Type": "text/plain"}, b"")
+    sites = {"chain": chain}
+    for name in CROWD:
+        # Slow pages: the one address is busy most of the time.
+        pages = {
+            f"/p{i}.html": html(f'<a href="/p{i + 1}.html">n</a>', delay=0.2) for i in range(3)
+        }
+        sites[name] = Site(name, pages | {"/": html('<a href="/p0.html">p</a>', delay=0.2)})
+    return sites
+
+
+def test_a_busy_address_mid_chain_is_waited_for_not_restarted(tmp_path: Path) -> None:
+    """One request at a time to the shared address (max_in_flight_per_ip 1) and four slow
+    sites wanting it: the chain's later hops meet a busy address. They wait for it within the
+    lease; giving the lease back would send robots.txt and the first hops again."""
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        CONFIG.replace(f"min_delay = {MIN_DELAY}", "min_delay = 0.05")
+        + "max_in_flight_per_ip = 1\n"
+    )
+    with WebFarm.deferred(["chain", *CROWD], _chain_and_crowd) as farm:
+        seeds = [farm.url(name, "/") for name in ["chain", *CROWD]]
+        command = [*cli("crawl", "--out", str(tmp_path / "out"), "--config", str(config), "-q")]
+        subprocess.run([*command, *seeds], check=True, timeout=120)
+        assert farm.wait_idle()
+        paths = farm.paths_for("chain")
+        everything = farm.requests
+    assert paths[:4] == ["/robots.txt", "/r1", "/r2", "/robots-final"]
+    assert paths.count("/robots.txt") == 1
+    assert "/a.html" in paths
+    # The address limit held across all sites: no request began before the last one ended.
+    ordered = sorted(everything, key=lambda r: r.started_at)
+    ends = [r.ended_at for r in ordered]
+    assert all(b.started_at >= max(ends[: i + 1]) - 0.005 for i, b in enumerate(ordered[1:]))
+
+
+def test_a_chain_that_outlasts_its_lease_keeps_the_hosts_gap(tmp_path: Path) -> None:
+    """A lease too short for the chain (a slow first hop, a short grace) is given back between
+    hops: the host still waits its gap after the hop it was sent, every time."""
+    delay = 0.5
+
+    def sites(ports: Mapping[str, int]) -> dict[str, Site]:
+        slow = html_site("slow", {"/": "home"})
+        slow.routes["/robots.txt"] = Response(301, {"Location": "/next"}, b"", delay=0.4)
+        return {"slow": slow}
+
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        f'[crawl]\nallow_nets = ["127.0.0.0/8"]\nmin_delay = {delay}\ndelay_factor = 1.0\n'
+        "total_timeout = 1.0\nlease_grace = 0.3\nduration = 4.0\n"
+    )
+    with WebFarm.deferred(["slow"], sites) as farm:
+        command = [*cli("crawl", "--out", str(tmp_path / "out"), "--config", str(config), "-q")]
+        subprocess.run([*command, farm.url("slow", "/")], check=True, timeout=60)
+        assert farm.wait_idle()
+        requests = farm.requests_for("slow")
+    assert len(requests) >= 2
+    assert_polite(requests, delay)

@@ -9,7 +9,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from crawlspace.crawl.addresses import HostBusyError, TokenBusyError
+from crawlspace.crawl.addresses import AddressBusyError, HostBusyError, TokenBusyError
 from crawlspace.crawl.responses import RETRY_STATUSES, parse_retry_after
 from crawlspace.crawl.visit_parts import VisitParts
 from crawlspace.errors import BlockedAddressError, FetchError
@@ -48,7 +48,9 @@ class RobotsVisits(VisitParts):
         hops = 0
         free_at = started  # when the lease's own host may be sent its next request
         while True:
-            self._check_lease(lease)  # before each hop: a redirect chain may outlast the lease
+            # Before each hop: a redirect chain may outlast the lease (after the first, the
+            # host waits its gap after what it was sent).
+            self._check_lease(lease, free_at if hops else None)
             request = FetchRequest(
                 url,
                 max_body_bytes=self.config.robots_max_bytes,
@@ -56,7 +58,7 @@ class RobotsVisits(VisitParts):
                 max_decompressed_bytes=self.config.robots_max_bytes,
             )
             try:
-                response = await self._send_hop(lease, request, free_at)
+                response = await self._send_hop(lease, request, free_at, first=hops == 0)
             except BlockedAddressError as exc:
                 # Not a transient failure: our own policy forbids the host (or where its
                 # robots.txt leads), so give up at once. No request was made to this address;
@@ -110,22 +112,42 @@ class RobotsVisits(VisitParts):
             exc.reason,
         )
 
-    async def _send_hop(self, lease: Lease, request: FetchRequest, free_at: float) -> FetchResponse:
+    async def _send_hop(
+        self, lease: Lease, request: FetchRequest, free_at: float, *, first: bool
+    ) -> FetchResponse:
         """One request of a robots.txt redirect chain, as polite as a page's (#18): to the
         lease's own host after its gap since the last hop there (``free_at``); to another host
-        holding that host's token, as its own lease would, and moving its clock by the gap."""
+        holding that host's token, as its own lease would. After the first hop a busy server
+        address is waited for within the lease: giving the lease back would only send the
+        chain's first requests again."""
+        latest_start = lease.expires_at - self.config.total_timeout
+        while True:
+            try:
+                return await self._send_hop_once(lease, request, free_at, latest_start)
+            except AddressBusyError as busy:
+                if first or busy.retry_at > latest_start:
+                    raise
+                await asyncio.sleep(max(0.0, busy.retry_at - self.now()))
+
+    async def _send_hop_once(
+        self, lease: Lease, request: FetchRequest, free_at: float, latest_start: float
+    ) -> FetchResponse:
         target = host_key(request.url)
         if target == lease.host_key or self.hosts is None:
             await asyncio.sleep(max(0.0, free_at - self.now()))
             return await self._fetch(lease, request)
-        latest_start = lease.expires_at - self.config.total_timeout
         async with self.hosts.hold(lease, target, latest_start) as hold:
             began = self.now()
+            sent = True
             try:
                 return await self._fetch(lease, request)
+            except AddressBusyError:
+                sent = False  # nothing went out: the other host's clock stays
+                raise
             finally:
-                ended = self.now()
-                hold.next_allowed_at = ended + self.politeness.gap(ended - began, None)
+                if sent:
+                    ended = self.now()
+                    hold.next_allowed_at = ended + self.politeness.gap(ended - began, None)
 
     def _robots_hop(self, lease: Lease, url: str, response: FetchResponse, hops: int) -> str | None:
         """Where a robots.txt redirect leads, or None to stop following: the 3xx then stands,

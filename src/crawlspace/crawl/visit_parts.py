@@ -21,7 +21,13 @@ from crawlspace.robots.policy import RobotsPolicy
 
 
 class LeaseTooShortError(Exception):
-    """The lease would expire before a request started now could end: no request is sent."""
+    """The lease would expire before a request started now could end: no request is sent.
+    ``not_before``: when its host may be sent the next one (None: nothing was sent to it in
+    this lease, so its clock stays)."""
+
+    def __init__(self, url: str, not_before: float | None = None) -> None:
+        super().__init__(url)
+        self.not_before = not_before
 
 
 class VisitParts:
@@ -93,7 +99,7 @@ class VisitParts:
         async with self.gate.hold(lease, request.url):
             return await self.transport.fetch(request)
 
-    def _check_lease(self, lease: Lease) -> None:
+    def _check_lease(self, lease: Lease, not_before: float | None = None) -> None:
         """Refuse to start a request that could outlive its lease.
 
         A fetch ends within ``total_timeout``, and once a lease expires another worker may be
@@ -101,4 +107,4 @@ class VisitParts:
         store call can hold for seconds (riding out a Redis failover, say). Started after
         ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
         if self.now() + self.config.total_timeout > lease.expires_at:
-            raise LeaseTooShortError(lease.url)
+            raise LeaseTooShortError(lease.url, not_before)
