@@ -29,6 +29,7 @@ from tests.integration.test_faults import (
     MIN_DELAY,
     RSS_LIMIT_MB,
     FaultWeb,
+    assert_retry_after_windows_kept,
     by_site,
     config_text,
 )
@@ -141,14 +142,7 @@ def test_politeness_holds_on_every_faulty_host(crawled: WorkerCrawl) -> None:
 
 def test_no_request_inside_a_retry_after_window(crawled: WorkerCrawl) -> None:
     rows = by_site(crawled.web.requests())["throttle"]
-    windows = [(r["end"], r["end"] + r["retry_after"]) for r in rows if "retry_after" in r]
-    dates = [(r["end_wall"], r["retry_until"]) for r in rows if "retry_until" in r]
-    assert windows
-    assert dates
-    for start, end in windows:
-        assert not [r for r in rows if start < r["start"] < end - CLOCK_SLACK]
-    for start_wall, until in dates:
-        assert not [r for r in rows if start_wall < r["start_wall"] < until - CLOCK_SLACK]
+    assert_retry_after_windows_kept(rows)
     assert crawled.state("throttle", "/a") == ("fetched", None)
     assert crawled.state("throttle", "/b") == ("fetched", None)
     # Throttled more often than max_attempts (3): waited out each time, then fetched.
