@@ -21,8 +21,11 @@ failover of those shards cannot lose them either.
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Sequence
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.front_queues import REVISIT_BAND
@@ -35,6 +38,7 @@ from crawlspace.store.redis.cash import CashLedger
 from crawlspace.store.redis.codec import num
 from crawlspace.store.redis.completion import plan_args
 from crawlspace.store.redis.index import BucketIndex
+from crawlspace.store.redis.notes import PendingNotes, RedisHostNotes
 from crawlspace.store.redis.scripts import connect, stored_buckets
 from crawlspace.store.redis.tokens import HeldTokens
 from crawlspace.store.redis.wait import ReplicationBarrier
@@ -43,8 +47,10 @@ __all__ = ["DEFAULT_BUCKETS", "RedisFrontier", "connect", "stored_buckets"]
 
 DEFAULT_BUCKETS = 1024
 
+log = logging.getLogger("crawlspace.store.redis")
 
-class RedisFrontier(HeldTokens):
+
+class RedisFrontier(HeldTokens, RedisHostNotes):
     """Implements ``crawlspace.store.base.Frontier`` on Redis or Redis Cluster."""
 
     def __init__(
@@ -85,6 +91,7 @@ class RedisFrontier(HeldTokens):
         self.index = BucketIndex(self, sweep_seconds)
         self.spread = leasing.Spread()  # how many buckets a lease peeks first (leasing.py)
         self.cash = CashLedger(self)  # AOPIC's Lambda (cash.py)
+        self.pending_notes = PendingNotes()  # host notes put, written each lease round
 
     # -- the Frontier protocol -----------------------------------------------------------------
 
@@ -141,9 +148,11 @@ class RedisFrontier(HeldTokens):
         if completion.excluded:
             # Records of refusals only: a failover that loses one costs a repeated refusal.
             exclude(self, completion.excluded, lease.depth + 1, now)
-        if completion.notes:  # before the script gives the host's token back
-            notes_key = self._notes_key(lease.host_key)
-            self.retrying(lambda: self.client.hset(notes_key, mapping=completion.notes))
+        notes_key = self._notes_key(lease.host_key)
+        # The host's pending notes go with its completion's, which are newer (notes.py).
+        notes = {**self.pending_notes.take(notes_key), **completion.notes}
+        if notes:  # before the script gives the host's token back
+            self.retrying(lambda: self.client.hset(notes_key, mapping=notes))
         nxt = completion.next_allowed_at
         retried: list[bool] = []
         reply = self._run_indexed(
@@ -323,20 +332,6 @@ class RedisFrontier(HeldTokens):
             error=f["error"] or None,
         )
 
-    def _notes_key(self, host_key: str) -> str:
-        return f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
-
-    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
-        if not names:
-            return {}
-        key = self._notes_key(host_key)
-        texts = self.retrying(lambda: self.client.hmget(key, list(names)))
-        return {name: text for name, text in zip(names, texts, strict=True) if text is not None}
-
-    def put_host_note(self, host_key: str, name: str, text: str) -> None:
-        key = self._notes_key(host_key)
-        self.retrying(lambda: self.client.hset(key, name, text))
-
     # -- crawl bookkeeping and inspection ------------------------------------------------------
 
     def count_rejections(self, rejections: dict[str, int]) -> None:
@@ -388,4 +383,9 @@ class RedisFrontier(HeldTokens):
         return events
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.flush_notes()
+        except RedisError as exc:  # what was learned is evidence: losing a round only delays
+            log.warning("host notes of the last lease round not written: %s", exc)
+        finally:
+            self.client.close()

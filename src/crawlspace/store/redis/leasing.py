@@ -108,6 +108,7 @@ def ready_hosts(frontier: RedisFrontier, now: float) -> int:
 
 
 def grant(frontier: RedisFrontier, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+    frontier.flush_notes()  # what the last round's visits learned (notes.py)
     frontier.index.sweep(now, num(now))
     if limit <= 0:
         return []

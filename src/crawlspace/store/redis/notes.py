@@ -1,0 +1,88 @@
+"""Host notes a worker has put but not yet written: batched into one pipeline per lease round.
+
+What a visit learns about its host (crawl/host_rules.py: a URL family's window after each first
+visit, a new verdict) would otherwise be one more round trip per page. Notes are evidence whose
+updates are unlocked anyway (two workers counting from the same base lose one count, which only
+delays a conclusion), so a write may wait for the worker's next lease round: it is flushed there,
+with the host's next completion notes, when many are pending, and at close. The worker that put
+a note reads it back at once (``overlay``); a kill -9 loses at most one round of evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from crawlspace.store.redis.scripts import ScriptRunner
+
+FLUSH_AT: Final = 64  # pending notes that make a put write them all at once
+
+
+class PendingNotes:
+    def __init__(self) -> None:
+        self._by_key: dict[str, dict[str, str]] = {}
+        self._count = 0
+
+    def put(self, key: str, name: str, text: str) -> bool:
+        """Keep the note; True when enough are pending to write them now."""
+        notes = self._by_key.setdefault(key, {})
+        if name not in notes:
+            self._count += 1
+        notes[name] = text
+        return self._count >= FLUSH_AT
+
+    def overlay(self, key: str, names: list[str], found: dict[str, str]) -> dict[str, str]:
+        """``found`` (read from Redis) with this worker's pending notes of ``names`` on top."""
+        pending = self._by_key.get(key)
+        if pending:
+            found.update((name, pending[name]) for name in names if name in pending)
+        return found
+
+    def take(self, key: str) -> dict[str, str]:
+        """The key's pending notes, no longer pending (written by the caller)."""
+        notes = self._by_key.pop(key, {})
+        self._count -= len(notes)
+        return notes
+
+    def drain(self) -> dict[str, dict[str, str]]:
+        """Every pending note by key, no longer pending (written by the caller)."""
+        pending, self._by_key, self._count = self._by_key, {}, 0
+        return pending
+
+
+class RedisHostNotes(ScriptRunner):
+    """``host_notes`` and ``put_host_note`` of ``crawlspace.store.base.Frontier``: a hash per
+    host in its bucket's slot. A mixin of ``RedisFrontier`` (frontier.py), which writes the
+    host's pending notes with its completions."""
+
+    pending_notes: PendingNotes
+
+    def _notes_key(self, host_key: str) -> str:
+        return f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
+
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        if not names:
+            return {}
+        key = self._notes_key(host_key)
+        asked = list(names)
+        texts = self.retrying(lambda: self.client.hmget(key, asked))
+        found = {name: text for name, text in zip(asked, texts, strict=True) if text is not None}
+        return self.pending_notes.overlay(key, asked, found)
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        if self.pending_notes.put(self._notes_key(host_key), name, text):
+            self.flush_notes()
+
+    def flush_notes(self) -> None:
+        """Write every pending host note (notes.py), one pipeline for all."""
+        pending = self.pending_notes.drain()
+        if not pending:
+            return
+
+        def write() -> None:
+            pipe = self.client.pipeline(transaction=False)
+            for key, notes in pending.items():
+                pipe.hset(key, mapping=notes)
+            pipe.execute()
+
+        self.retrying(write)
