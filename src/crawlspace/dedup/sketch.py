@@ -88,6 +88,7 @@ def new_pairs(page: Sketch, other: Sketch) -> int:
         return 0
     mine, theirs = set(page.hashes), set(other.hashes)
     union = sorted(mine | theirs)[:K]  # at most 2K: a C sort beats a heap here
-    resemblance = sum(1 for h in union if h in mine and h in theirs) / len(union)
+    cut = union[-1]  # the shared hashes among the union's K smallest: those up to its last
+    resemblance = sum(1 for h in mine & theirs if h <= cut) / len(union)
     shared = resemblance * (page.size + other.size) / (1 + resemblance)
     return max(0, round(page.size - shared))
