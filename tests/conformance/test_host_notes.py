@@ -51,3 +51,24 @@ def test_notes_are_written_with_the_completion(make_frontier: FrontierFactory) -
     assert frontier.complete(lease, done, 1.0)
     # The host's next lease finds them.
     assert frontier.host_notes(HOST, ["learned", "dust:order"]) == done.notes
+
+
+def test_a_stale_completion_writes_no_notes(make_frontier: FrontierFactory) -> None:
+    """A lease that expired and went to another visit no longer speaks for its host: its
+    completion is refused, and what it learned with it."""
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand(HOST, "/a")], 0.0)
+    (robots,) = frontier.lease(0.0, 10, LEASE_SECONDS)
+    assert frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
+    (lost,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    assert frontier.expire_leases(1.0 + LEASE_SECONDS) == 1
+    (current,) = frontier.lease(2.0 + LEASE_SECONDS, 1, LEASE_SECONDS)
+    assert current.url == lost.url
+    late = fetched(3.0 + LEASE_SECONDS)
+    late.notes = {"learned": "from the lost lease"}
+    assert not frontier.complete(lost, late, 3.0 + LEASE_SECONDS)
+    assert frontier.host_notes(HOST, ["learned"]) == {}
+    done = fetched(4.0 + LEASE_SECONDS)
+    done.notes = {"learned": "from the current one"}
+    assert frontier.complete(current, done, 4.0 + LEASE_SECONDS)
+    assert frontier.host_notes(HOST, ["learned"]) == {"learned": "from the current one"}

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from crawlspace.frontier.budgets import DiscoveryWindow, advance_window, day_budget
@@ -27,9 +27,11 @@ def plan_args(
     found: int,
     same_host: Sequence[str],
     cash: PageCash | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> list[object]:
     """ARGV 17 onward of lua/complete.lua: ``found`` new URLs the page's links admitted,
-    ``same_host`` the ids of those on its host, ``cash`` the page's AOPIC split."""
+    ``same_host`` the ids of those on its host, ``cash`` the page's AOPIC split, ``notes`` the
+    host notes to write with it."""
     day_cap = frontier.limits.max_pages_per_host_per_day
     day, next_day = day_budget(now)
     return [
@@ -39,6 +41,8 @@ def plan_args(
         *_revisit_args(completion),
         int(completion.duplicate),
         *(("", "") if cash is None else (repr(cash.taken), repr(cash.lambda_total))),
+        len(notes or ()),
+        *(field for pair in (notes or {}).items() for field in pair),
         *window_args(frontier, lease, completion, found, same_host),
     ]
 

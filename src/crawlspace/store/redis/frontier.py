@@ -148,11 +148,9 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         if completion.excluded:
             # Records of refusals only: a failover that loses one costs a repeated refusal.
             exclude(self, completion.excluded, lease.depth + 1, now)
-        notes_key = self._notes_key(lease.host_key)
-        # The host's pending notes go with its completion's, which are newer (notes.py).
-        notes = {**self.pending_notes.take(notes_key), **completion.notes}
-        if notes:  # before the script gives the host's token back
-            self.retrying(lambda: self.client.hset(notes_key, mapping=notes))
+        # The host's pending notes go with its completion's, which are newer (notes.py); the
+        # script writes them if the lease is still current, before the host's token goes back.
+        notes = {**self.pending_notes.take(self._notes_key(lease.host_key)), **completion.notes}
         nxt = completion.next_allowed_at
         retried: list[bool] = []
         reply = self._run_indexed(
@@ -173,7 +171,16 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
             num(now),
             "" if completion.host_backoff is None else completion.host_backoff,
             "" if completion.host_failures is None else completion.host_failures,
-            *plan_args(self, lease, completion, now, found=found_new, same_host=found, cash=cash),
+            *plan_args(
+                self,
+                lease,
+                completion,
+                now,
+                found=found_new,
+                same_host=found,
+                cash=cash,
+                notes=notes,
+            ),
             retried=retried,
         )
         done = int(reply[0])

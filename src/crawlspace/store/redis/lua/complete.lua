@@ -9,7 +9,9 @@
 -- changed (0/1) and content hash ('' keeps the stored one), and 1 when the page was judged a
 -- duplicate (frontier/duplicates.py: its host's 'dups' count grows), then AOPIC's cash taken
 -- from the page ('' unless AOPIC; store/redis/cash.py) and the Lambda total it was paid at,
--- then the host's new discovery window ('' for unchanged: pages, new URLs, last ratio, flagged;
+-- then the number of host notes to write with the completion (crawl/host_rules.py) and their
+-- names and texts, then the host's new discovery window ('' for unchanged: pages, new URLs, last
+-- ratio, flagged;
 -- frontier/budgets.py advance_window) and a penalty with the ids of this page's new links on its host that sink by
 -- it (a host flagged as a likely trap). A planned URL joins the bucket's due set, from which
 -- promote.lua queues it again.
@@ -31,6 +33,15 @@ if not allowed[state] then return {{}, {-1, 0}} end
 local due = state ~= 'queued' and ARGV[21] ~= ''
 local before = marks(due)
 local u = ukey(id)
+-- What the visit learned about its host: written only by the current lease, before its token
+-- goes back, so the host's next lease reads it.
+local notes = tonumber(ARGV[27])
+if notes > 0 then
+  local fields = {}
+  for i = 28, 27 + 2 * notes do fields[#fields + 1] = ARGV[i] end
+  redis.call('HSET', P .. 'n:' .. host, unpack(fields))
+end
+local w = 28 + 2 * notes  -- where the discovery window's arguments begin
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
 redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '',
   'at', ARGV[14])
@@ -77,10 +88,11 @@ if ARGV[25] ~= '' and state ~= 'queued' then
     redis.call('HSET', u, 'lp', ARGV[26])
   end
 end
-if ARGV[27] ~= '' then
-  redis.call('HSET', hkey(host), 'wp', ARGV[27], 'wn', ARGV[28], 'wr', ARGV[29], 'wf', ARGV[30])
-  local penalty = tonumber(ARGV[31])
-  for i = 32, #ARGV do
+if ARGV[w] ~= '' then
+  redis.call('HSET', hkey(host), 'wp', ARGV[w], 'wn', ARGV[w + 1], 'wr', ARGV[w + 2],
+    'wf', ARGV[w + 3])
+  local penalty = tonumber(ARGV[w + 4])
+  for i = w + 5, #ARGV do
     local v = redis.call('HMGET', ukey(ARGV[i]), 'state', 'prio')
     if v[1] == 'queued' then
       local prio = string.format('%d', tonumber(v[2]) + penalty)
