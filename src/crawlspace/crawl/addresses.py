@@ -21,7 +21,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from crawlspace.records import Lease
+from crawlspace.records import Lease, RobotsRecord
+from crawlspace.robots.policy import ALLOW_ALL, RULES
 
 
 class TokenBusyError(Exception):
@@ -79,6 +80,8 @@ class AddressGate:
 
 
 class HostTokenStore(Protocol):
+    def robots(self, host_key: str) -> RobotsRecord | None: ...
+
     def take_host(
         self, host_key: str, holder: str, now: float, expires_at: float
     ) -> float | None: ...
@@ -97,6 +100,14 @@ class HostGate:
     def __init__(self, tokens: HostTokenStore, now: Callable[[], float]) -> None:
         self._tokens = tokens
         self._now = now
+
+    def fresh_answer(self, host_key: str) -> RobotsRecord | None:
+        """The host's own robots.txt answer while it is fresh (a 2xx or 4xx, not a failure), or
+        None: what a hop to its /robots.txt would fetch, already fetched under its token."""
+        record = self._tokens.robots(host_key)
+        if record is None or record.attempts or record.expires_at <= self._now():
+            return None
+        return record if record.outcome in (RULES, ALLOW_ALL) else None
 
     @asynccontextmanager
     async def hold(

@@ -9,6 +9,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressBusyError, HostBusyError, TokenBusyError
 from crawlspace.crawl.responses import RETRY_STATUSES, parse_retry_after
 from crawlspace.crawl.visit_parts import VisitParts
@@ -23,6 +24,7 @@ from crawlspace.robots.policy import (
     CacheHeaders,
     after_redirects,
     classify_status,
+    robots_url,
 )
 from crawlspace.urls import host_key, normalize
 
@@ -35,69 +37,91 @@ class RobotsVisit:
     next_allowed_at: float
 
 
+@dataclass(slots=True)
+class _Chain:
+    """A robots.txt visit's redirect chain so far: where it is, and what answered last."""
+
+    url: str
+    started: float
+    hops: int = 0
+    free_at: float = 0.0  # when the lease's own host may be sent its next request
+    status: int | None = None
+    body: bytes = b""
+    error: str | None = None
+    retry_after: float | None = None
+    cache: CacheHeaders | None = None
+
+    def request(self, config: CrawlConfig) -> FetchRequest:
+        return FetchRequest(
+            self.url,
+            max_body_bytes=config.robots_max_bytes,
+            # Decoded too: the record is stored and cached in memory per host.
+            max_decompressed_bytes=config.robots_max_bytes,
+        )
+
+
 class RobotsVisits(VisitParts):
     async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
         """Fetch robots.txt, following up to ``max_redirects`` hops (RFC 9309 §2.3.1.2)."""
-        url = lease.url
-        started = time.time()
-        status: int | None = None
-        body = b""
-        error: str | None = None
-        retry_after: float | None = None
-        cache: CacheHeaders | None = None
-        hops = 0
-        free_at = started  # when the lease's own host may be sent its next request
+        chain = _Chain(lease.url, time.time())
         while True:
             # Before each hop: a redirect chain may outlast the lease (after the first, the
             # host waits its gap after what it was sent).
-            self._check_lease(lease, free_at if hops else None)
-            request = FetchRequest(
-                url,
-                max_body_bytes=self.config.robots_max_bytes,
-                # Decoded too: the record is stored and cached in memory per host.
-                max_decompressed_bytes=self.config.robots_max_bytes,
-            )
+            self._check_lease(lease, chain.free_at if chain.hops else None)
+            answer = self._hop_answer(lease, chain.url) if chain.hops else None
+            if answer is not None:
+                chain.status, chain.body, chain.cache = answer
+                break
             try:
-                response = await self._send_hop(lease, request, free_at, first=hops == 0)
+                response = await self._send_hop(lease, chain.request(self.config), chain)
+                if response is None:  # answered while the hop waited for the host's token
+                    continue
             except BlockedAddressError as exc:
                 # Not a transient failure: our own policy forbids the host (or where its
                 # robots.txt leads), so give up at once. No request was made to this address;
                 # the lease's host waits its gap only if an earlier hop went to it.
                 now = time.time()
-                return RobotsVisit(self._blocked_record(lease, exc, now), max(now, free_at))
+                return RobotsVisit(self._blocked_record(lease, exc, now), max(now, chain.free_at))
             except FetchError as exc:
-                status, error = None, exc.reason
+                chain.status, chain.error = None, exc.reason
                 break
             except TokenBusyError as busy:
-                if hops == 0:
+                if not chain.hops:
                     raise  # nothing was sent yet: the lease goes back as any would
                 # The lease's host was sent the first hop: it waits its gap after that too.
-                raise HostBusyError(busy.key, max(busy.retry_at, free_at)) from busy
-            if host_key(url) == lease.host_key:
-                free_at = response.ended_at + self.politeness.gap(response.elapsed, None)
-            await self._archive(response)
-            status, body = response.status, response.body
-            cache = cache_headers(response)  # the final response's: the one that answers
-            if status in RETRY_STATUSES:
-                retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
-            if classify_status(status) != REDIRECT:
+                raise HostBusyError(busy.key, max(busy.retry_at, chain.free_at)) from busy
+            if not await self._took_response(lease, chain, response):
                 break
-            hops += 1
-            target = self._robots_hop(lease, url, response, hops)
-            if target is None:
-                break
-            url = target
         return self.robots_outcome(
             lease,
-            status,
-            body,
+            chain.status,
+            chain.body,
             previous=previous,
-            error=error,
-            started=started,
+            error=chain.error,
+            started=chain.started,
             ended=time.time(),
-            retry_after=retry_after,
-            cache=cache,
+            retry_after=chain.retry_after,
+            cache=chain.cache,
         )
+
+    async def _took_response(self, lease: Lease, chain: _Chain, response: FetchResponse) -> bool:
+        """Archive a hop's response and keep what it says; True to follow its redirect."""
+        if host_key(chain.url) == lease.host_key:
+            chain.free_at = response.ended_at + self.politeness.gap(response.elapsed, None)
+        await self._archive(response)
+        chain.status, chain.body = response.status, response.body
+        chain.cache = cache_headers(response)  # the final response's: the one that answers
+        if response.status in RETRY_STATUSES:
+            header = response.header("retry-after")
+            chain.retry_after = parse_retry_after(header, response.ended_at)
+        if classify_status(response.status) != REDIRECT:
+            return False
+        chain.hops += 1
+        target = self._robots_hop(lease, chain.url, response, chain.hops)
+        if target is None:
+            return False
+        chain.url = target
+        return True
 
     def _blocked_record(self, lease: Lease, exc: BlockedAddressError, now: float) -> RobotsRecord:
         """Disallow all, finally (no retries): the crawl's own policy refuses the address."""
@@ -112,9 +136,22 @@ class RobotsVisits(VisitParts):
             exc.reason,
         )
 
+    def _hop_answer(self, lease: Lease, url: str) -> tuple[int, bytes, CacheHeaders] | None:
+        """A hop to another host's own robots.txt (http -> https, example.org -> www.) while
+        that host's answer is fresh: the answer, kept no longer than it is, and no request. A
+        thousand names pointing at one robots.txt then cost its host one fetch per lifetime."""
+        target = host_key(url)
+        if self.hosts is None or target == lease.host_key or url != robots_url(target):
+            return None
+        record = self.hosts.fresh_answer(target)
+        if record is None or record.status is None:
+            return None
+        left = max(0, int(record.expires_at - self.now()))
+        return record.status, record.body, CacheHeaders((f"max-age={left}",))
+
     async def _send_hop(
-        self, lease: Lease, request: FetchRequest, free_at: float, *, first: bool
-    ) -> FetchResponse:
+        self, lease: Lease, request: FetchRequest, chain: _Chain
+    ) -> FetchResponse | None:
         """One request of a robots.txt redirect chain, as polite as a page's (#18): to the
         lease's own host after its gap since the last hop there (``free_at``); to another host
         holding that host's token, as its own lease would. After the first hop a busy server
@@ -123,20 +160,24 @@ class RobotsVisits(VisitParts):
         latest_start = lease.expires_at - self.config.total_timeout
         while True:
             try:
-                return await self._send_hop_once(lease, request, free_at, latest_start)
+                return await self._send_hop_once(lease, request, chain.free_at, latest_start)
             except AddressBusyError as busy:
-                if first or busy.retry_at > latest_start:
+                if not chain.hops or busy.retry_at > latest_start:
                     raise
                 await asyncio.sleep(max(0.0, busy.retry_at - self.now()))
 
     async def _send_hop_once(
         self, lease: Lease, request: FetchRequest, free_at: float, latest_start: float
-    ) -> FetchResponse:
+    ) -> FetchResponse | None:
+        """The hop's response, or None when another host's fresh robots.txt answer appeared
+        while the hop waited for that host's token (nothing is sent; ``_hop_answer`` has it)."""
         target = host_key(request.url)
         if target == lease.host_key or self.hosts is None:
             await asyncio.sleep(max(0.0, free_at - self.now()))
             return await self._fetch(lease, request)
         async with self.hosts.hold(lease, target, latest_start) as hold:
+            if self._hop_answer(lease, request.url) is not None:
+                return None  # the token goes back with the host's clock unmoved
             began = self.now()
             sent = True
             try:
