@@ -17,9 +17,12 @@ from crawlspace.errors import BlockedAddressError, FetchError
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 from crawlspace.records import Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
+from crawlspace.robots.hop_answers import HopAnswer
 from crawlspace.robots.policy import (
+    ALLOW_ALL,
     DISALLOW_ALL,
     REDIRECT,
+    RULES,
     UNAVAILABLE_ERROR,
     CacheHeaders,
     after_redirects,
@@ -109,6 +112,7 @@ class RobotsVisits(VisitParts):
         if host_key(chain.url) == lease.host_key:
             chain.free_at = response.ended_at + self.politeness.gap(response.elapsed, None)
         await self._archive(response)
+        self._keep_hop_answer(lease, chain.url, response)
         chain.status, chain.body = response.status, response.body
         chain.cache = cache_headers(response)  # the final response's: the one that answers
         if response.status in RETRY_STATUSES:
@@ -137,17 +141,36 @@ class RobotsVisits(VisitParts):
         )
 
     def _hop_answer(self, lease: Lease, url: str) -> tuple[int, bytes, CacheHeaders] | None:
-        """A hop to another host's own robots.txt (http -> https, example.org -> www.) while
-        that host's answer is fresh: the answer, kept no longer than it is, and no request. A
-        thousand names pointing at one robots.txt then cost its host one fetch per lifetime."""
+        """What a hop to another host would fetch, while a fresh copy is at hand: that host's
+        own robots.txt answer (http -> https, example.org -> www.), or an answer this process
+        fetched there for another host (robots/hop_answers.py). Kept no longer than it is fresh,
+        and no request: a thousand names pointing at one robots.txt cost its host one fetch
+        per lifetime (per process)."""
         target = host_key(url)
-        if self.hosts is None or target == lease.host_key or url != robots_url(target):
+        if target == lease.host_key:
+            return None
+        now = self.now()
+        kept = self.hop_answers.get(url, now)
+        if kept is not None:
+            return kept.status, kept.body, _max_age(kept.expires_at - now)
+        if self.hosts is None or url != robots_url(target):
             return None
         record = self.hosts.fresh_answer(target)
         if record is None or record.status is None:
             return None
-        left = max(0, int(record.expires_at - self.now()))
-        return record.status, record.body, CacheHeaders((f"max-age={left}",))
+        return record.status, record.body, _max_age(record.expires_at - now)
+
+    def _keep_hop_answer(self, lease: Lease, url: str, response: FetchResponse) -> None:
+        """An answer (2xx rules, 4xx allow all) fetched from another host, for the next hosts
+        whose robots.txt leads there."""
+        if host_key(url) == lease.host_key or classify_status(response.status) not in (
+            RULES,
+            ALLOW_ALL,
+        ):
+            return
+        lifetime = self.robots_policy.lifetime(cache_headers(response), response.ended_at)
+        answer = HopAnswer(response.status, response.body, response.ended_at + lifetime)
+        self.hop_answers.put(url, answer)
 
     async def _send_hop(
         self, lease: Lease, request: FetchRequest, chain: _Chain
@@ -240,6 +263,11 @@ class RobotsVisits(VisitParts):
         # A short HTTP lifetime must not outrun the host's own gap, or it never gets a page.
         record = self.robots_policy.outlasting(record, next_allowed, next_allowed - ended)
         return RobotsVisit(record, next_allowed)
+
+
+def _max_age(seconds: float) -> CacheHeaders:
+    """Caching headers that keep an answer ``seconds`` more (what is left of its lifetime)."""
+    return CacheHeaders((f"max-age={max(0, int(seconds))}",))
 
 
 # robots.txt failures after which the host's URLs are excluded instead of waiting for a retry.

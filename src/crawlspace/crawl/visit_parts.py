@@ -17,6 +17,7 @@ from crawlspace.frontier.backoff import BackoffPolicy
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.processors import ProcessorRegistry
 from crawlspace.records import Lease
+from crawlspace.robots.hop_answers import HopAnswers
 from crawlspace.robots.policy import RobotsPolicy
 
 
@@ -68,6 +69,8 @@ class VisitParts:
             pause_seconds=config.host_pause_seconds,
         )
         self.rand = rand
+        # robots.txt answers fetched from other hosts through redirects (robots_visit.py).
+        self.hop_answers = HopAnswers()
         self.robots_policy = RobotsPolicy(
             config.robots_cache_seconds,
             config.robots_retry_delay,
