@@ -102,6 +102,36 @@ def test_a_crawled_hubs_fresh_answer_serves_every_hop(tmp_path: Path) -> None:
         _audit(farm, processes=1)
 
 
+def test_hops_take_the_answer_without_waiting_out_the_hubs_gap(tmp_path: Path) -> None:
+    """The crawled hub answers robots.txt in 0.4 s and the gap is 10 x the response time: its
+    token is not free for 4 s after it. The hops waiting for it take its fresh answer as soon
+    as it is there, and the eight sites (fast, so short gaps of their own) start their pages
+    long before the hub's gap ends."""
+    hub_gap = 10 * 0.4
+
+    def sites(ports: Mapping[str, int]) -> dict[str, Site]:
+        made = _sites(ports)
+        made["hub"].routes["/robots.txt"] = Response(
+            200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /no/\n", delay=0.4
+        )
+        return made
+
+    with WebFarm.deferred(NAMES, sites) as farm:
+        config = _config(tmp_path, farm)
+        config.write_text(config.read_text().replace("delay_factor = 1.0", "delay_factor = 10.0"))
+        seeds = [farm.url(name, "/") for name in NAMES]
+        command = [*cli("crawl", "--out", str(tmp_path / "out"), "--config", str(config), "-q")]
+        subprocess.run([*command, *seeds], check=True, timeout=120)
+        assert farm.wait_idle()
+        hub_robots = [r for r in farm.requests_for("hub") if r.path_qs == "/robots.txt"]
+        assert len(hub_robots) == 1
+        answered_at = hub_robots[0].ended_at
+        for name in SITES:
+            first_page = farm.requests_for(name)[1]
+            assert first_page.path_qs == "/", name
+            assert first_page.started_at < answered_at + hub_gap - 1.5, name
+
+
 def test_workers_hold_the_hubs_token_for_every_hop(
     tmp_path: Path, cluster: RedisDeployment
 ) -> None:

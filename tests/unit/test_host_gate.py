@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from crawlspace.crawl.addresses import HostBusyError, HostGate
+from crawlspace.crawl.addresses import ANSWER_POLL, HostBusyError, HostGate
 from crawlspace.records import Lease, LeaseKind
 from crawlspace.store.memory import MemoryFrontier
 
@@ -40,6 +40,7 @@ def test_the_gate_waits_for_the_hosts_clock_then_moves_it() -> None:
 
     async def hop() -> float:
         async with gate.hold(_lease(now + 60), HUB, latest_start=now + 50) as hold:
+            assert hold is not None
             started = time.time()
             assert frontier.in_flight() == 1
             hold.next_allowed_at = started + 5.0
@@ -66,3 +67,25 @@ def test_the_gate_refuses_a_wait_past_the_lease_and_holds_nothing() -> None:
         asyncio.run(hop())
     assert refused.value.retry_at == now + 30.0
     assert frontier.in_flight() == 0
+
+
+def test_an_answer_while_waiting_ends_the_wait_without_a_token() -> None:
+    """The hub's gap runs 30 s more, but another hop's answer appears after ~0.2 s: the wait
+    ends at the next look (ANSWER_POLL), not at the gap's end, and takes nothing."""
+    frontier = MemoryFrontier()
+    now = time.time()
+    frontier.take_host(HUB, "page", now, now + 60)
+    frontier.give_host(HUB, "page", now + 30.0)
+    gate = HostGate(frontier, time.time)
+
+    async def hop() -> float:
+        async with gate.hold(
+            _lease(now + 60), HUB, latest_start=now + 50, answered=lambda: time.time() > now + 0.2
+        ) as hold:
+            assert hold is None
+        return time.time()
+
+    ended = asyncio.run(hop())
+    assert ended < now + 0.2 + ANSWER_POLL + 0.3
+    assert frontier.in_flight() == 0
+    assert frontier.take_host(HUB, "next", now + 1.0, now + 60) == now + 30.0

@@ -89,6 +89,9 @@ class HostTokenStore(Protocol):
     def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None: ...
 
 
+ANSWER_POLL = 0.5  # seconds between looks for an answer while waiting for a host's token
+
+
 @dataclass(slots=True)
 class HostHold:
     """A held token of another host; the request sets when that host may be fetched next."""
@@ -111,19 +114,29 @@ class HostGate:
 
     @asynccontextmanager
     async def hold(
-        self, lease: Lease, host_key: str, latest_start: float
-    ) -> AsyncIterator[HostHold]:
+        self,
+        lease: Lease,
+        host_key: str,
+        latest_start: float,
+        answered: Callable[[], bool] = lambda: False,
+    ) -> AsyncIterator[HostHold | None]:
         """Hold a token of ``host_key`` (not the lease's host) for the request sent inside,
-        waiting for it until ``latest_start`` at most (then HostBusyError)."""
+        waiting for it until ``latest_start`` at most (then HostBusyError). None instead, and
+        no token, as soon as ``answered()`` says the request is no longer needed (another
+        hop's fresh answer appeared: robots_visit.py), checked every ``ANSWER_POLL`` seconds
+        of the wait rather than once at its end, which the host's gap may put far off."""
         holder = lease.lease_id + "/hop"  # a lease sends one request at a time
         while True:
+            if answered():
+                yield None
+                return
             now = self._now()
             retry_at = self._tokens.take_host(host_key, holder, now, lease.expires_at)
             if retry_at is None:
                 break
             if retry_at > latest_start:
                 raise HostBusyError(host_key, retry_at)
-            await asyncio.sleep(max(0.0, retry_at - now))
+            await asyncio.sleep(min(max(0.0, retry_at - now), ANSWER_POLL))
         hold = HostHold(self._now())
         try:
             yield hold

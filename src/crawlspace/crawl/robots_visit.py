@@ -48,6 +48,7 @@ class _Chain:
     started: float
     hops: int = 0
     free_at: float = 0.0  # when the lease's own host may be sent its next request
+    own_elapsed: float | None = None  # how long the lease's host took to answer, last time
     status: int | None = None
     body: bytes = b""
     error: str | None = None
@@ -95,14 +96,18 @@ class RobotsVisits(VisitParts):
                 raise HostBusyError(busy.key, max(busy.retry_at, chain.free_at)) from busy
             if not await self._took_response(lease, chain, response):
                 break
+        ended = time.time()
+        # The host's gap scales with its own last response, not with the chain's waits for
+        # other hosts' tokens (a timeout or error: the whole visit, as slow as it was).
+        own = chain.own_elapsed
         return self.robots_outcome(
             lease,
             chain.status,
             chain.body,
             previous=previous,
             error=chain.error,
-            started=chain.started,
-            ended=time.time(),
+            started=ended - own if own is not None else chain.started,
+            ended=ended,
             retry_after=chain.retry_after,
             cache=chain.cache,
         )
@@ -111,6 +116,7 @@ class RobotsVisits(VisitParts):
         """Archive a hop's response and keep what it says; True to follow its redirect."""
         if host_key(chain.url) == lease.host_key:
             chain.free_at = response.ended_at + self.politeness.gap(response.elapsed, None)
+            chain.own_elapsed = response.elapsed
         await self._archive(response)
         self._keep_hop_answer(lease, chain.url, response)
         chain.status, chain.body = response.status, response.body
@@ -198,9 +204,13 @@ class RobotsVisits(VisitParts):
         if target == lease.host_key or self.hosts is None:
             await asyncio.sleep(max(0.0, free_at - self.now()))
             return await self._fetch(lease, request)
-        async with self.hosts.hold(lease, target, latest_start) as hold:
-            if self._hop_answer(lease, request.url) is not None:
-                return None  # the token goes back with the host's clock unmoved
+
+        def answered() -> bool:
+            return self._hop_answer(lease, request.url) is not None
+
+        async with self.hosts.hold(lease, target, latest_start, answered) as hold:
+            if hold is None or answered():
+                return None  # a token taken goes back with the host's clock unmoved
             began = self.now()
             sent = True
             try:
