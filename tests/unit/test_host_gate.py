@@ -31,6 +31,15 @@ def _lease(expires_at: float) -> Lease:
     )
 
 
+def _hub_busy_for(seconds: float) -> tuple[MemoryFrontier, float]:
+    """A frontier whose hub was just requested and may be again ``seconds`` from now."""
+    frontier = MemoryFrontier()
+    now = time.time()
+    frontier.take_host(HUB, "page", now, now + 60)
+    frontier.give_host(HUB, "page", now + seconds)
+    return frontier, now
+
+
 def test_the_gate_waits_for_the_hosts_clock_then_moves_it() -> None:
     frontier = MemoryFrontier()
     now = time.time()
@@ -53,10 +62,7 @@ def test_the_gate_waits_for_the_hosts_clock_then_moves_it() -> None:
 
 
 def test_the_gate_refuses_a_wait_past_the_lease_and_holds_nothing() -> None:
-    frontier = MemoryFrontier()
-    now = time.time()
-    frontier.take_host(HUB, "page", now, now + 60)
-    frontier.give_host(HUB, "page", now + 30.0)
+    frontier, now = _hub_busy_for(30.0)
     gate = HostGate(frontier, time.time)
 
     async def hop() -> None:
@@ -72,10 +78,7 @@ def test_the_gate_refuses_a_wait_past_the_lease_and_holds_nothing() -> None:
 def test_an_answer_while_waiting_ends_the_wait_without_a_token() -> None:
     """The hub's gap runs 30 s more, but another hop's answer appears after ~0.2 s: the wait
     ends at the next look (ANSWER_POLL), not at the gap's end, and takes nothing."""
-    frontier = MemoryFrontier()
-    now = time.time()
-    frontier.take_host(HUB, "page", now, now + 60)
-    frontier.give_host(HUB, "page", now + 30.0)
+    frontier, now = _hub_busy_for(30.0)
     gate = HostGate(frontier, time.time)
 
     async def hop() -> float:
