@@ -138,6 +138,19 @@ def ride_out(
             delay = min(delay * 2, 1.0)
 
 
+def compose_script(body: str, front: FrontQueues) -> str:
+    """A script as Redis runs it: the crawl's constants, the parts of the prelude
+    (``_common.lua``) that ``body`` uses, and ``body``."""
+    constants = (
+        f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
+        f" {front.width}, {front.count}, {REVISIT_BAND}\n"
+        f"local CASH_POINTS, CASH_TOP, NO_CASH = {POINTS_PER_DOUBLING}, {TOP_EXPONENT},"
+        f" {NO_CASH_PRIORITY}\n"
+    )
+    prelude = (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
+    return constants + trim_prelude(prelude, body) + body
+
+
 class ScriptRunner:
     """Runs the frontier's scripts on the buckets of one namespace."""
 
@@ -155,18 +168,11 @@ class ScriptRunner:
         self.buckets = buckets
         self.retry_seconds = retry_seconds
         self.retrying(self._check_layout)
-        constants = (
-            f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
-            f" {front.width}, {front.count}, {REVISIT_BAND}\n"
-            f"local CASH_POINTS, CASH_TOP, NO_CASH = {POINTS_PER_DOUBLING}, {TOP_EXPONENT},"
-            f" {NO_CASH_PRIORITY}\n"
-        )
         lua = files("crawlspace.store.redis") / "lua"
-        prelude = (lua / "_common.lua").read_text()
-        self._src = {}
-        for name in (*_SCRIPTS, *_READ_SCRIPTS):
-            body = (lua / f"{name}.lua").read_text()
-            self._src[name] = constants + trim_prelude(prelude, body) + body
+        self._src = {
+            name: compose_script((lua / f"{name}.lua").read_text(), front)
+            for name in (*_SCRIPTS, *_READ_SCRIPTS)
+        }
         self._sha: dict[str, str] = {}
         self.retrying(self._load_scripts)
 
