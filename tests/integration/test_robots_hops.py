@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
+from crawlspace.ops.export import iter_records
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
@@ -192,9 +193,11 @@ def test_a_busy_address_mid_chain_is_waited_for_not_restarted(tmp_path: Path) ->
     assert all(b.started_at >= max(ends[: i + 1]) - 0.005 for i, b in enumerate(ordered[1:]))
 
 
-def test_a_chain_that_outlasts_its_lease_keeps_the_hosts_gap(tmp_path: Path) -> None:
-    """A lease too short for the chain (a slow first hop, a short grace) is given back between
-    hops: the host still waits its gap after the hop it was sent, every time."""
+def test_a_chain_that_outlasts_its_lease_ends_as_unreachable(tmp_path: Path) -> None:
+    """A lease too short for the chain (a slow first hop, a short grace): robots.txt is not
+    reached, which counts as unreachable (RFC 9309 §2.3.1.4). Retried after the backoff, each
+    time after the host's gap, and after robots_max_attempts the host's URLs are excluded:
+    the crawl ends by itself instead of sending the first hop for ever."""
     delay = 0.5
 
     def sites(ports: Mapping[str, int]) -> dict[str, Site]:
@@ -205,12 +208,17 @@ def test_a_chain_that_outlasts_its_lease_keeps_the_hosts_gap(tmp_path: Path) -> 
     config = tmp_path / "crawl.toml"
     config.write_text(
         f'[crawl]\nallow_nets = ["127.0.0.0/8"]\nmin_delay = {delay}\ndelay_factor = 1.0\n'
-        "total_timeout = 1.0\nlease_grace = 0.3\nduration = 4.0\n"
+        "total_timeout = 1.0\nlease_grace = 0.3\nrobots_retry_delay = 0.5\n"
+        "robots_max_attempts = 3\n"
     )
+    out = tmp_path / "out"
     with WebFarm.deferred(["slow"], sites) as farm:
-        command = [*cli("crawl", "--out", str(tmp_path / "out"), "--config", str(config), "-q")]
+        command = [*cli("crawl", "--out", str(out), "--config", str(config), "-q")]
         subprocess.run([*command, farm.url("slow", "/")], check=True, timeout=60)
         assert farm.wait_idle()
         requests = farm.requests_for("slow")
-    assert len(requests) >= 2
+        home = farm.url("slow", "/")
+    assert [r.path_qs for r in requests] == ["/robots.txt"] * 3
     assert_polite(requests, delay)
+    states = {r["url"]: (r["state"], r["reason"]) for r in iter_records(out, "urls")}
+    assert states[home] == ("excluded", "robots_unavailable")

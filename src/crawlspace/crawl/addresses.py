@@ -40,8 +40,7 @@ class AddressBusyError(TokenBusyError):
 
 
 class HostBusyError(TokenBusyError):
-    """Another host's token could not be had within the lease (``retry_at`` already counts
-    the lease's own host's gap after what it sent)."""
+    """Another host's token could not be had within the lease."""
 
 
 class AddressTokenStore(Protocol):

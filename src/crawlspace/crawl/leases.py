@@ -162,19 +162,18 @@ class LeaseRunner:
             completion = await visitor.visit_page(lease, record, rules, since)
             await self.commit(lease, completion)
         except TokenBusyError as busy:
-            # The lease goes back and its host waits for the token (an address's: nothing was
-            # sent; another host's: retry_at counts the gap after what was sent).
+            # Nothing was sent: the lease goes back and its host waits for the token.
             if isinstance(busy, AddressBusyError):
                 self.tally.address_waits += 1
             self._store.release(lease, self._now(), not_before=busy.retry_at)
-        except LeaseTooShortError as short:
-            # The request was not sent (a robots.txt chain's earlier hops may have been: then
-            # the host waits its gap after them, ``not_before``). If the lease has expired and
-            # the host is another's now, the store refuses this release as stale; otherwise
-            # the URL goes back to its queue.
+        except LeaseTooShortError:
+            # Nothing was sent (a robots.txt chain that runs short after its first hop ends
+            # as unreachable instead: crawl/robots_visit.py). If the lease has expired and the
+            # host is another's now, the store refuses this release as stale; otherwise the
+            # URL goes back to its queue.
             self.tally.leases_too_late += 1
             log.warning("lease of %s too close to its expiry to fetch; given back", lease.url)
-            self._store.release(lease, self._now(), not_before=short.not_before)
+            self._store.release(lease, self._now())
             self._store.bump_counters({"lease.too_late": 1})  # `crawlspace stats`: recovery
         except asyncio.CancelledError:
             # Given back so a resume need not wait for it to expire. On an unwritable disk the

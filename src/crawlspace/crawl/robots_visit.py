@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressBusyError, HostBusyError, TokenBusyError
+from crawlspace.crawl.addresses import AddressBusyError, TokenBusyError
 from crawlspace.crawl.responses import RETRY_STATUSES, parse_retry_after
 from crawlspace.crawl.visit_parts import VisitParts
 from crawlspace.errors import BlockedAddressError, FetchError
@@ -64,14 +64,23 @@ class _Chain:
         )
 
 
+# The error of a robots.txt visit whose redirect chain did not end within its lease.
+UNFINISHED_CHAIN = "robots_redirects_unfinished"
+
+
 class RobotsVisits(VisitParts):
     async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
         """Fetch robots.txt, following up to ``max_redirects`` hops (RFC 9309 §2.3.1.2)."""
         chain = _Chain(lease.url, time.time())
         while True:
-            # Before each hop: a redirect chain may outlast the lease (after the first, the
-            # host waits its gap after what it was sent).
-            self._check_lease(lease, chain.free_at if chain.hops else None)
+            if not chain.hops:
+                self._check_lease(lease)  # nothing sent yet: a late lease goes back
+            elif self._outlasts(lease):
+                # A chain that cannot finish within its lease (slow hops, a short grace):
+                # robots.txt was not reached, as if unreachable. Retried after the backoff
+                # and, after robots_max_attempts, final, instead of repeated for ever.
+                chain.status, chain.error = None, UNFINISHED_CHAIN
+                break
             answer = self._hop_answer(lease, chain.url) if chain.hops else None
             if answer is not None:
                 chain.status, chain.body, chain.cache = answer
@@ -89,11 +98,12 @@ class RobotsVisits(VisitParts):
             except FetchError as exc:
                 chain.status, chain.error = None, exc.reason
                 break
-            except TokenBusyError as busy:
+            except TokenBusyError:
                 if not chain.hops:
                     raise  # nothing was sent yet: the lease goes back as any would
-                # The lease's host was sent the first hop: it waits its gap after that too.
-                raise HostBusyError(busy.key, max(busy.retry_at, chain.free_at)) from busy
+                # Another host's token, or a server address, not free within the lease.
+                chain.status, chain.error = None, UNFINISHED_CHAIN
+                break
             if not await self._took_response(lease, chain, response):
                 break
         ended = time.time()

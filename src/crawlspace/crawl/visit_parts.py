@@ -22,13 +22,7 @@ from crawlspace.robots.policy import RobotsPolicy
 
 
 class LeaseTooShortError(Exception):
-    """The lease would expire before a request started now could end: no request is sent.
-    ``not_before``: when its host may be sent the next one (None: nothing was sent to it in
-    this lease, so its clock stays)."""
-
-    def __init__(self, url: str, not_before: float | None = None) -> None:
-        super().__init__(url)
-        self.not_before = not_before
+    """The lease would expire before a request started now could end: no request is sent."""
 
 
 class VisitParts:
@@ -102,12 +96,16 @@ class VisitParts:
         async with self.gate.hold(lease, request.url):
             return await self.transport.fetch(request)
 
-    def _check_lease(self, lease: Lease, not_before: float | None = None) -> None:
+    def _outlasts(self, lease: Lease) -> bool:
+        """True when a request started now could end after the lease does."""
+        return self.now() + self.config.total_timeout > lease.expires_at
+
+    def _check_lease(self, lease: Lease) -> None:
         """Refuse to start a request that could outlive its lease.
 
         A fetch ends within ``total_timeout``, and once a lease expires another worker may be
         given the host. A visit can start late: its task waits for the event loop, which a
         store call can hold for seconds (riding out a Redis failover, say). Started after
         ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
-        if self.now() + self.config.total_timeout > lease.expires_at:
-            raise LeaseTooShortError(lease.url, not_before)
+        if self._outlasts(lease):
+            raise LeaseTooShortError(lease.url)
