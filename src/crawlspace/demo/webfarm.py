@@ -4,7 +4,8 @@ Every site gets its own HTTP/1.1 server on an ephemeral 127.0.0.1 port; all of t
 on one background thread with its own asyncio loop (aiohttp's low-level server, which
 does keep-alive and concurrent requests). The log records when each request arrived and
 when its response was fully written, so politeness can be judged from the server's side
-with the pure checkers `max_concurrency` and `min_gap`.
+with the pure checkers `max_concurrency` and `min_gap` (request_log.py). What the sites
+answer is sites.py's; both are re-exported here.
 
 The server ignores the Host header (it only logs it), so a crawler can address these
 servers under made-up names such as ``www.demo.test`` resolved to 127.0.0.1:PORT.
@@ -14,18 +15,26 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import posixpath
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import pairwise
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Self
-from urllib.parse import unquote
 
 from aiohttp import web
+
+from crawlspace.demo.request_log import LoggedRequest, max_concurrency, min_gap
+from crawlspace.demo.sites import (
+    Response,
+    RouteFn,
+    Site,
+    html,
+    html_site,
+    normalize_lookup_path,
+    robots_txt,
+    sitemap_xml,
+)
 
 __all__ = [
     "LoggedRequest",
@@ -43,163 +52,10 @@ __all__ = [
     "sitemap_xml",
 ]
 
-_HTML = "text/html; charset=utf-8"
 # Long enough for a slow (delay) request in flight to finish, short enough that a test
 # tearing the farm down never hangs on a client that keeps a socket open.
 _SHUTDOWN_TIMEOUT = 1.0
 _START_TIMEOUT = 10.0
-
-
-@dataclass(frozen=True)
-class Response:
-    """What a site answers. `delay` seconds are slept before responding (a slow host).
-
-    With `compress`, the body is sent gzip-encoded when the client accepts gzip
-    (RFC 9110 §12.5.3), as a real server would; otherwise it goes out as identity.
-    """
-
-    status: int = 200
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    delay: float = 0.0
-    compress: bool = False
-
-
-RouteFn = Callable[[str], Response | None]
-"""Maps a raw path-with-query to a response, or None for "not mine" (then 404)."""
-
-
-def html(body: str, status: int = 200, *, delay: float = 0.0, compress: bool = False) -> Response:
-    return Response(status, {"Content-Type": _HTML}, body.encode(), delay, compress)
-
-
-NOT_FOUND = html("<html><body><h1>404 Not Found</h1></body></html>", 404)
-
-
-def normalize_lookup_path(path_qs: str) -> str:
-    """The path a real server would resolve: no query, %-decoded, dot-segments removed.
-
-    RFC 3986 §6.2.2: percent-decoding unreserved characters and removing dot-segments
-    do not change which resource is meant, so /%61bout and /About/../about are /about.
-    """
-    # Not urlsplit: it would read "//a/b" as a network location.
-    path = unquote(path_qs.split("?", 1)[0].split("#", 1)[0]) or "/"
-    trailing = path.endswith("/") and path != "/"
-    resolved = posixpath.normpath(path)
-    # normpath keeps a leading "//" (POSIX quirk); a URL path never means that here.
-    resolved = "/" + resolved.lstrip("/")
-    return resolved + "/" if trailing and resolved != "/" else resolved
-
-
-class Site:
-    """A named host: a dict of exact paths and/or a routing function, default 404.
-
-    Lookup order: exact path-with-query in `routes`, then the normalized path in
-    `routes`, then `fallback(path_qs)`, then 404.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        routes: Mapping[str, Response] | None = None,
-        fallback: RouteFn | None = None,
-    ) -> None:
-        self.name = name
-        self.routes: dict[str, Response] = dict(routes or {})
-        self.fallback = fallback
-
-    def respond(self, path_qs: str) -> Response:
-        exact = self.routes.get(path_qs)
-        if exact is not None:
-            return exact
-        found = self.routes.get(normalize_lookup_path(path_qs))
-        if found is not None:
-            return found
-        if self.fallback is not None:
-            made = self.fallback(path_qs)
-            if made is not None:
-                return made
-        return NOT_FOUND
-
-
-def robots_txt(text: str) -> Response:
-    return Response(200, {"Content-Type": "text/plain; charset=utf-8"}, text.encode())
-
-
-def sitemap_xml(base_url: str, paths: Iterable[str]) -> Response:
-    """A sitemaps.org urlset of absolute URLs under `base_url`."""
-    locs = "".join(f"  <url><loc>{base_url.rstrip('/')}{p}</loc></url>\n" for p in paths)
-    body = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-        f"{locs}</urlset>\n"
-    )
-    return Response(200, {"Content-Type": "application/xml"}, body.encode())
-
-
-def html_site(
-    name: str,
-    pages: Mapping[str, str],
-    *,
-    robots: str | None = None,
-    sitemap: tuple[str, Sequence[str]] | None = None,
-    extra: Mapping[str, Response] | None = None,
-    fallback: RouteFn | None = None,
-) -> Site:
-    """A site from path -> HTML text; no `robots` means /robots.txt is a 404.
-
-    `sitemap` is (base_url, paths) and is served at /sitemap.xml.
-    """
-    routes: dict[str, Response] = {path: html(text) for path, text in pages.items()}
-    if robots is not None:
-        routes["/robots.txt"] = robots_txt(robots)
-    if sitemap is not None:
-        routes["/sitemap.xml"] = sitemap_xml(*sitemap)
-    routes.update(extra or {})
-    return Site(name, routes, fallback)
-
-
-@dataclass(frozen=True)
-class LoggedRequest:
-    site: str
-    method: str
-    path_qs: str
-    headers: dict[str, str]  # lower-case names; repeated headers joined with ", "
-    started_at: float  # time.monotonic() when the request arrived
-    ended_at: float  # time.monotonic() when the response was fully written
-    status: int  # 0 when no response went out (cancelled at shutdown, client gone)
-
-
-def _one_site(requests: Sequence[LoggedRequest]) -> None:
-    sites = {r.site for r in requests}
-    if len(sites) > 1:
-        raise ValueError(
-            f"politeness is judged per site but the log mixes {sorted(sites)}; "
-            "filter it first, e.g. farm.requests_for(name)"
-        )
-
-
-def max_concurrency(requests: Sequence[LoggedRequest]) -> int:
-    """Most requests of one site in flight at once (overlapping [started_at, ended_at])."""
-    _one_site(requests)
-    # An end at the same instant as a start is not an overlap: ends sort first (-1 < +1).
-    events = sorted([(r.started_at, 1) for r in requests] + [(r.ended_at, -1) for r in requests])
-    best = current = 0
-    for _, step in events:
-        current += step
-        best = max(best, current)
-    return best
-
-
-def min_gap(requests: Sequence[LoggedRequest]) -> float | None:
-    """Smallest idle time between consecutive requests of one site, sorted by start.
-
-    Negative when requests overlapped; None with fewer than two requests.
-    """
-    _one_site(requests)
-    ordered = sorted(requests, key=lambda r: (r.started_at, r.ended_at))
-    gaps = [nxt.started_at - prev.ended_at for prev, nxt in pairwise(ordered)]
-    return min(gaps) if gaps else None
 
 
 SiteFactory = Callable[[Mapping[str, int]], Mapping[str, Site]]
