@@ -123,12 +123,10 @@ class HostGate:
         waiting for it until ``latest_start`` at most (then HostBusyError). None instead, and
         no token, as soon as ``answered()`` says the request is no longer needed (another
         hop's fresh answer appeared: robots_visit.py), checked every ``ANSWER_POLL`` seconds
-        of the wait rather than once at its end, which the host's gap may put far off."""
+        of the wait rather than once at its end, which the host's gap may put far off (the
+        caller looked just before: not again before the first take)."""
         holder = lease.lease_id + "/hop"  # a lease sends one request at a time
         while True:
-            if answered():
-                yield None
-                return
             now = self._now()
             retry_at = self._tokens.take_host(host_key, holder, now, lease.expires_at)
             if retry_at is None:
@@ -136,6 +134,9 @@ class HostGate:
             if retry_at > latest_start:
                 raise HostBusyError(host_key, retry_at)
             await asyncio.sleep(min(max(0.0, retry_at - now), ANSWER_POLL))
+            if answered():
+                yield None
+                return
         hold = HostHold(self._now())
         try:
             yield hold

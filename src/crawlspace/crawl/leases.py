@@ -18,7 +18,7 @@ from pathlib import Path
 
 from crawlspace.clock import Clock
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressBusyError, TokenBusyError
+from crawlspace.crawl.addresses import AddressBusyError
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.host_rules import HostRules
@@ -161,10 +161,10 @@ class LeaseRunner:
             since = self.host_rules.throttled_since(lease)
             completion = await visitor.visit_page(lease, record, rules, since)
             await self.commit(lease, completion)
-        except TokenBusyError as busy:
-            # Nothing was sent: the lease goes back and its host waits for the token.
-            if isinstance(busy, AddressBusyError):
-                self.tally.address_waits += 1
+        except AddressBusyError as busy:
+            # Nothing was sent: the lease goes back and its host waits for the address (another
+            # host's token is only ever waited for after a first hop: crawl/robots_visit.py).
+            self.tally.address_waits += 1
             self._store.release(lease, self._now(), not_before=busy.retry_at)
         except LeaseTooShortError:
             # Nothing was sent (a robots.txt chain that runs short after its first hop ends

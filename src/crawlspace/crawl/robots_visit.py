@@ -219,8 +219,8 @@ class RobotsVisits(VisitParts):
             return self._hop_answer(lease, request.url) is not None
 
         async with self.hosts.hold(lease, target, latest_start, answered) as hold:
-            if hold is None or answered():
-                return None  # a token taken goes back with the host's clock unmoved
+            if hold is None:
+                return None  # answered while waiting: no token was taken
             began = self.now()
             sent = True
             try:

@@ -33,7 +33,6 @@ to members already known, one hub page may have found them all.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -192,22 +191,7 @@ def encode(state: FamilyYield) -> str:
         state.total,
         state.verdict,
     )
-    text = " ".join("-" if f is None else str(f) for f in fields)
-    _remember(text, state)
-    return text
-
-
-# Notes this process wrote, decoded: the next page of a family reads back the text its last
-# page wrote, and decoding its two sketches again is most of the cost of counting a page.
-# Bounded (families in flight are few; an old one is decoded again, no harm).
-_DECODED: OrderedDict[str, FamilyYield] = OrderedDict()
-_DECODED_MAX = 1024
-
-
-def _remember(text: str, state: FamilyYield) -> None:
-    _DECODED[text] = state
-    if len(_DECODED) > _DECODED_MAX:
-        _DECODED.popitem(last=False)
+    return " ".join("-" if f is None else str(f) for f in fields)
 
 
 def decode(text: str | None) -> FamilyYield:
@@ -215,9 +199,6 @@ def decode(text: str | None) -> FamilyYield:
     by another version only delays a verdict by one window)."""
     if not text:
         return FamilyYield()
-    known = _DECODED.get(text)
-    if known is not None:
-        return known
     fields = text.split(" ")
     if len(fields) != 9:
         return FamilyYield()
