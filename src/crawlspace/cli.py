@@ -45,7 +45,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 
 def _cmd_crawl(args: argparse.Namespace) -> int:
-    from crawlspace.crawl.runner import print_summary, run_crawl
+    from crawlspace.ops.runner import print_summary, run_crawl
 
     seeds = list(args.seeds)
     if args.seeds_file:
@@ -88,8 +88,8 @@ def _reads_frontier(args: argparse.Namespace) -> bool:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    from crawlspace.crawl.runner import print_stats
     from crawlspace.ops.report import crawl_stats
+    from crawlspace.ops.runner import print_stats
     from crawlspace.ops.shared_report import frontier_summary, print_frontier_stats
 
     if _reads_frontier(args):
@@ -111,7 +111,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.format == "parquet":
         if frontier:
             raise ConfigError("--format parquet reads a crawl directory; use jsonl or csv")
-        from crawlspace.telemetry.parquet import write_parquet
+        from crawlspace.ops.parquet import write_parquet
 
         write_parquet(args.dir, args.what, args.output)
         return 0
@@ -165,8 +165,8 @@ def _cmd_seed(args: argparse.Namespace) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    from crawlspace.crawl.runner import print_summary
     from crawlspace.crawl.worker import Durability, Resume, run_worker
+    from crawlspace.ops.runner import print_summary
 
     config = config_from(args, progress=False)
     durability = Durability(args.wait_replicas, args.wait_timeout)

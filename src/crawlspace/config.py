@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any, Literal
 from crawlspace import __version__
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.errors import ConfigError
+from crawlspace.fetch.settings import ResolveOverride
 from crawlspace.frontier.front_queues import FrontQueues, front_queues
 from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
 from crawlspace.frontier.revisit import RevisitPolicy
@@ -24,34 +24,6 @@ Scope = Literal["host", "domain", "any"]
 
 KIB = 1024
 MIB = 1024 * KIB
-
-
-@dataclass(frozen=True)
-class ResolveOverride:
-    """``--resolve HOST:PORT:ADDR``, as in curl: connect to ADDR instead of asking DNS."""
-
-    host: str
-    port: int
-    address: str
-
-    @classmethod
-    def parse(cls, text: str) -> ResolveOverride:
-        host, sep1, rest = text.partition(":")
-        port_text, sep2, address = rest.partition(":")
-        if not (sep1 and sep2 and host and port_text.isdigit() and address):
-            raise ConfigError(
-                f"--resolve {text!r}: expected HOST:PORT:ADDRESS, e.g. example.com:443:127.0.0.1"
-            )
-        address = address.strip("[]")
-        try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            raise ConfigError(f"--resolve {text!r}: {address!r} is not an IP address") from None
-        return cls(host.lower(), int(port_text), address)
-
-    def __str__(self) -> str:
-        address = f"[{self.address}]" if ":" in self.address else self.address
-        return f"{self.host}:{self.port}:{address}"
 
 
 @dataclass(frozen=True)

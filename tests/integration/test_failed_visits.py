@@ -15,6 +15,7 @@ from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
+from crawlspace.crawl.setup import fetch_settings
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.fetch.aiohttp_transport import AiohttpTransport
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
@@ -76,7 +77,7 @@ class RobotsFaultTransport(AiohttpTransport):
     (not a FetchError): the visit fails before anything is sent."""
 
     def __init__(self, config: CrawlConfig, faulty_robots: str) -> None:
-        super().__init__(config)
+        super().__init__(fetch_settings(config))
         self.faulty_robots = faulty_robots
         self.faults: list[float] = []
 

@@ -18,11 +18,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 import brotli
 import pytest
 
-from crawlspace.config import CrawlConfig, ResolveOverride
+from crawlspace.address_guard import AddressGuard
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.setup import fetch_settings
 from crawlspace.errors import BlockedAddressError, ConnectError, DnsError, FetchTimeoutError
 from crawlspace.fetch.aiohttp_transport import AiohttpTransport
 from crawlspace.fetch.dns import AddrInfo, CachingResolver
-from crawlspace.fetch.guard import AddressGuard
+from crawlspace.fetch.settings import ResolveOverride
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 
 pytestmark = pytest.mark.anyio
@@ -203,7 +205,7 @@ def _config(server: RawServer, **changes: object) -> CrawlConfig:
 
 
 async def _fetch(config: CrawlConfig, request: FetchRequest) -> FetchResponse:
-    transport = AiohttpTransport(config)
+    transport = AiohttpTransport(fetch_settings(config))
     try:
         return await transport.fetch(request)
     finally:

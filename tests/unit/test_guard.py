@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlspace.fetch.guard import AddressGuard
+from crawlspace.address_guard import AddressGuard
 
 
 @pytest.mark.parametrize(

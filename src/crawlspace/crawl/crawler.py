@@ -30,6 +30,7 @@ from crawlspace.crawl.setup import (
     SETTINGS_KEY,
     OutDirLock,
     crawl_scope,
+    fetch_settings,
     frontier_limits,
     link_discovery,
     open_sqlite_store,
@@ -273,7 +274,7 @@ class Crawler:
     def _default_transport(self) -> Transport:
         from crawlspace.fetch.aiohttp_transport import AiohttpTransport
 
-        return AiohttpTransport(self.config)
+        return AiohttpTransport(fetch_settings(self.config))
 
     def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         installed: list[int] = []

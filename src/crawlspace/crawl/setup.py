@@ -21,6 +21,7 @@ from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
 from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.errors import OutputDirError
+from crawlspace.fetch.settings import FetchSettings
 from crawlspace.frontier.addresses import AddressPolicy
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
 from crawlspace.store.base import FrontierLimits
@@ -30,6 +31,23 @@ from crawlspace.store.sqlite.store import SqliteStore
 log = logging.getLogger("crawlspace.crawl")
 # crawl.db meta: the settings the crawl started with (crawl/settings.py).
 SETTINGS_KEY = "crawl_settings"
+
+
+def fetch_settings(config: CrawlConfig) -> FetchSettings:
+    """The part of the configuration one HTTP exchange needs (fetch/settings.py)."""
+    return FetchSettings(
+        user_agent=config.user_agent,
+        concurrency=config.concurrency,
+        connect_timeout=config.connect_timeout,
+        read_timeout=config.read_timeout,
+        total_timeout=config.total_timeout,
+        max_body_bytes=config.max_body_bytes,
+        max_decompressed_bytes=config.max_decompressed_bytes,
+        allow_nets=config.allow_nets,
+        resolve=config.resolve,
+        dns_cache_seconds=config.dns_cache_seconds,
+        dns_negative_seconds=config.dns_negative_seconds,
+    )
 
 
 def frontier_limits(config: CrawlConfig) -> FrontierLimits:

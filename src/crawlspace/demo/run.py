@@ -8,10 +8,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from crawlspace.config import CrawlConfig, ResolveOverride
-from crawlspace.crawl.runner import print_summary, run_crawl
+from crawlspace.config import CrawlConfig
 from crawlspace.demo.sample_web import base_urls_for, resolve_map, sample_farm, seed_urls
 from crawlspace.errors import OutputDirError
+from crawlspace.fetch.settings import ResolveOverride
+from crawlspace.ops.runner import print_summary, run_crawl
 
 # The demo should be quick but still visibly polite: a short gap, one request per host.
 DEMO_MIN_DELAY = 0.1

@@ -17,7 +17,7 @@ Modes:
 ``"HOST:PORT"`` only on that effective port (a URL without a port has its scheme default).
 
 Opt-ins are narrow (issue #18). An address that ``allow_nets`` opens (one the connect-time
-guard, ``fetch/guard.py``, would refuse without the opt-in: loopback, private, link-local...)
+guard, ``address_guard.py``, would refuse without the opt-in: loopback, private, link-local...)
 is in scope, in every mode, only on a seed's exact host and effective port or by an
 ``allow_hosts`` entry. A hostile page on an opted-in intranet host must not steer the crawler
 to another service of the same machine (``http://10.0.0.5:8099/admin/``) or to its neighbours.
@@ -36,7 +36,7 @@ from typing import Final, Literal
 
 from publicsuffixlist import PublicSuffixList
 
-from crawlspace.fetch.guard import AddressGuard, parse_ip
+from crawlspace.address_guard import AddressGuard, parse_ip
 from crawlspace.urls import host_and_port, host_of, normalize
 
 __all__ = ["SCOPE_REASON", "Scope", "ScopeMode", "registrable_domain"]

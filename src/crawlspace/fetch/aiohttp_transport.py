@@ -22,7 +22,7 @@ from aiohttp.client_reqrep import ClientRequest
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from crawlspace.config import CrawlConfig
+from crawlspace.address_guard import AddressGuard, parse_ip
 from crawlspace.errors import (
     BlockedAddressError,
     ConnectError,
@@ -32,7 +32,7 @@ from crawlspace.errors import (
 )
 from crawlspace.fetch.decoding import DecodeError, Decoder, decoder_for
 from crawlspace.fetch.dns import CachingResolver
-from crawlspace.fetch.guard import AddressGuard, parse_ip
+from crawlspace.fetch.settings import FetchSettings
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, TruncatedReason
 
 ACCEPT_ENCODING: Final = "gzip, deflate, br"
@@ -101,14 +101,14 @@ class AiohttpTransport:
 
     def __init__(
         self,
-        config: CrawlConfig,
+        config: FetchSettings,
         *,
         guard: AddressGuard | None = None,
         resolver: CachingResolver | None = None,
     ) -> None:
         self._config = config
         self._guard = guard if guard is not None else AddressGuard(config.allow_nets)
-        self._resolver = resolver or CachingResolver.from_config(config, self._guard)
+        self._resolver = resolver or CachingResolver.from_settings(config, self._guard)
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(
             total=None,  # enforced around the whole fetch, body included, in fetch()

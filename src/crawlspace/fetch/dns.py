@@ -5,7 +5,7 @@ interface. aiohttp connects to exactly the addresses a resolver returns, so filt
 means the guard judges the address actually connected to, which defeats DNS rebinding.
 
 getaddrinfo exposes no TTL, so answers are cached for fixed times
-(``CrawlConfig.dns_cache_seconds`` / ``dns_negative_seconds``) instead of the record's TTL.
+(``FetchSettings.dns_cache_seconds`` / ``dns_negative_seconds``) instead of the record's TTL.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
-from crawlspace.config import CrawlConfig, ResolveOverride
+from crawlspace.address_guard import AddressGuard, parse_ip
 from crawlspace.errors import BlockedAddressError, DnsError
-from crawlspace.fetch.guard import AddressGuard, parse_ip
+from crawlspace.fetch.settings import FetchSettings, ResolveOverride
 
 # (family, type, proto, canonname, sockaddr), as loop.getaddrinfo returns.
 AddrInfo: TypeAlias = tuple[Any, Any, int, str, tuple[Any, ...]]
@@ -80,9 +80,9 @@ class CachingResolver:
         self.lookups = 0  # how many times the system resolver was asked (for tests and stats)
 
     @classmethod
-    def from_config(
+    def from_settings(
         cls,
-        config: CrawlConfig,
+        config: FetchSettings,
         guard: AddressGuard,
         *,
         now: Callable[[], float] = time.monotonic,

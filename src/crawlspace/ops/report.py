@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.errors import OutputDirError
-from crawlspace.store.sqlite.dedup import dedup_stats
+from crawlspace.ops.stats import dedup_stats, freshness_stats, trap_stats
 from crawlspace.store.sqlite.readonly import connect_read_only
-from crawlspace.store.sqlite.revisit import freshness_stats
-from crawlspace.store.sqlite.traps import trap_stats
 
 
 def open_crawl_db(out_dir: Path | str) -> sqlite3.Connection:

@@ -29,7 +29,6 @@ from crawlspace.store.sqlite.readonly import read_only_uri
 __all__ = [
     "add_fresh",
     "bump_counters",
-    "dedup_stats",
     "migrate",
     "rebuild_near_index",
     "rebuild_seen",
@@ -312,26 +311,3 @@ def record_content(
 
 
 # -- reporting -----------------------------------------------------------------------------------
-
-
-def dedup_stats(db: sqlite3.Connection) -> dict[str, int | float]:
-    """The dedup section of ``crawlspace stats`` (read-only; works on a crawl.db of any age)."""
-    counters = {
-        str(name): int(value)
-        for name, value in db.execute(
-            "SELECT name, value FROM counters WHERE name LIKE 'dedup.%' OR name LIKE 'seen.%'"
-        )
-    }
-    out: dict[str, int | float] = {k.partition(".")[2]: v for k, v in counters.items()}
-    have = {row[1] for row in db.execute("PRAGMA table_info(fetches)")}
-    if "near_dup_of" in have:
-        exact, near, clusters = db.execute(
-            "SELECT COUNT(dup_of), COUNT(near_dup_of), COUNT(DISTINCT near_dup_of) FROM fetches"
-        ).fetchone()
-        out.update(exact_duplicates=exact, near_duplicates=near, near_clusters=clusters)
-    total = counters.get("dedup.links_total", 0)
-    for stage in ("raw", "normalized", "policy"):
-        distinct = counters.get(f"dedup.links_distinct_{stage}")
-        if total and distinct is not None:
-            out[f"link_duplicate_rate_{stage}"] = round(1.0 - distinct / total, 4)
-    return out

@@ -22,7 +22,6 @@ from crawlspace.frontier.states import REVISITABLE, check_revisit
 
 __all__ = [
     "REVISIT_BAND",
-    "freshness_stats",
     "migrate",
     "next_due_at",
     "pick_queued",
@@ -147,29 +146,3 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     # Nearest-rank percentile: a value that was actually observed.
     index = max(0, min(len(sorted_values) - 1, round(q * len(sorted_values) + 0.5) - 1))
     return sorted_values[index]
-
-
-def freshness_stats(db: sqlite3.Connection) -> dict[str, Any]:
-    """The ``revisits`` section of ``crawlspace stats``: how late due URLs were leased."""
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    columns = {r[1] for r in db.execute("PRAGMA table_info(urls)")}
-    out: dict[str, Any] = {}
-    if "next_fetch_at" in columns:
-        out["scheduled"] = int(
-            db.execute("SELECT COUNT(*) FROM urls WHERE next_fetch_at IS NOT NULL").fetchone()[0]
-        )
-        out["queued_revisits"] = int(
-            db.execute(
-                "SELECT COUNT(*) FROM urls WHERE state = 'queued' AND priority < 0"
-            ).fetchone()[0]
-        )
-    out["not_modified"] = int(
-        db.execute("SELECT COUNT(*) FROM fetches WHERE status = 304").fetchone()[0]
-    )
-    if "revisit_lags" in tables:
-        lags = sorted(float(r[0]) for r in db.execute("SELECT lag FROM revisit_lags"))
-        out["revisits_leased"] = len(lags)
-        if lags:
-            out["due_to_lease_p50_s"] = round(_percentile(lags, 0.50), 3)
-            out["due_to_lease_p99_s"] = round(_percentile(lags, 0.99), 3)
-    return out

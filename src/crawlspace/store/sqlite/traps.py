@@ -11,14 +11,13 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 from crawlspace.frontier.budgets import DiscoveryWindow, KeyedBudget, advance_window, day_budget
-from crawlspace.frontier.learned import Learned
 from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 
-__all__ = ["account_discovery", "apply_budgets", "new_urls", "trap_stats"]
+__all__ = ["account_discovery", "apply_budgets", "new_urls"]
 
 _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay far below
 
@@ -173,32 +172,3 @@ def account_discovery(
             "UPDATE urls SET priority = priority + ? WHERE url = ? AND state = 'queued'",
             [(penalty, url) for url in admitted if url in same_host],
         )
-
-
-def trap_stats(db: sqlite3.Connection) -> dict[str, Any]:
-    """The ``traps`` section of ``crawlspace stats`` (read-only; any crawl.db age)."""
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    out: dict[str, Any] = {}
-    if "host_discovery" in tables:
-        out["flagged_hosts"] = [
-            {"host": host, "discovery_ratio": ratio}
-            for host, ratio in db.execute(
-                "SELECT h.host_key, d.last_ratio FROM host_discovery d"
-                " JOIN hosts h ON h.id = d.host_id WHERE d.flagged = 1 ORDER BY h.host_key"
-            )
-        ]
-    if "host_notes" in tables:
-        # URL families flagged by what they yield (frontier/trap_yield.py).
-        out["flagged_families"] = [
-            {"host": host, "family": family, "reason": reason}
-            for host, text in db.execute(
-                "SELECT h.host_key, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
-                " WHERE n.name = 'learned' ORDER BY h.host_key"
-            )
-            for family, reason in sorted(Learned.decode(text).traps.items())
-        ]
-    if "host_templates" in tables:
-        row = db.execute("SELECT COUNT(*), MAX(urls) FROM host_templates").fetchone()
-        out["templates"] = int(row[0])
-        out["largest_template"] = int(row[1] or 0)
-    return out
