@@ -10,7 +10,6 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from crawlspace import __version__
 from crawlspace.cli_options import (
     config_from,
     crawl_options,
@@ -20,6 +19,7 @@ from crawlspace.cli_options import (
     port_number,
 )
 from crawlspace.errors import ConfigError, CrawlspaceError
+from crawlspace.version import __version__
 
 
 class _JsonFormatter(logging.Formatter):

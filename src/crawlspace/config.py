@@ -8,14 +8,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from crawlspace import __version__
+from crawlspace.bands import FrontQueues
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.errors import ConfigError
 from crawlspace.fetch.settings import ResolveOverride
-from crawlspace.frontier.front_queues import FrontQueues, front_queues
+from crawlspace.frontier.front_queues import front_queues
 from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
 from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.frontier.trap_yield import YieldRules
+from crawlspace.version import __version__
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
 DEFAULT_USER_AGENT = f"CrawlspaceBot/{__version__} (+{PROJECT_URL})"
@@ -38,7 +39,7 @@ class CrawlConfig:
     min_delay: float = 1.0
     delay_factor: float = 10.0
     max_in_flight_per_host: int = 1
-    # Per server address (frontier/addresses.py): requests in flight to one IP, whatever host
+    # Per server address (limits.py): requests in flight to one IP, whatever host
     # names it serves, and the seconds between the end of one and the start of the next.
     max_in_flight_per_ip: int = 4
     min_delay_per_ip: float = 0.0
@@ -167,9 +168,10 @@ class CrawlConfig:
     inlink_cap: int = 10
     aopic_tax: float = 0.1
     path_ascending: bool = False
-    # Across hosts (frontier/front_queues.py): a ready host whose best queued URL is in a better
-    # band (one link depth, or one halving of AOPIC cash) goes first; each host_priority_aging
-    # seconds a host has waited ready count as one band, so none is starved (0: oldest first).
+    # Across hosts (bands.py, frontier/front_queues.py): a ready host whose best queued URL is in
+    # a better band (one link depth, or one halving of AOPIC cash) goes first; each
+    # host_priority_aging seconds a host has waited ready count as one band, so none is starved
+    # (0: oldest first).
     host_priority_aging: float = 60.0
 
     @property

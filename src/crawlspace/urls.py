@@ -36,6 +36,7 @@ __all__ = [
     "host_of",
     "normalize",
     "normalize_with_reason",
+    "robots_url",
 ]
 
 REASON_INVALID: Final = "invalid_url"
@@ -243,3 +244,8 @@ def host_and_port(url: str) -> tuple[str, int]:
     scheme, authority = _authority(url)
     host, port = _split_authority(authority)
     return host, int(port) if port else _DEFAULT_PORTS.get(scheme, 0)
+
+
+def robots_url(host_key: str) -> str:
+    """The robots.txt URL for ``host_key`` ("scheme://authority"), per RFC 9309 §2.3."""
+    return host_key.rstrip("/") + "/robots.txt"

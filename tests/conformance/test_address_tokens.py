@@ -1,4 +1,4 @@
-"""Per server address politeness on every engine (frontier/addresses.py): at most N tokens of one
+"""Per server address politeness on every engine (limits.py): at most N tokens of one
 address held at once, a gap between the end of one request and the start of the next, tokens
 that lapse with their lease, and a lease given back with its host deferred until the address may
 have room. Memory, SQLite, one Redis and a 3-master Redis Cluster answer the same."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlspace.frontier.addresses import BUSY_RETRY, AddressPolicy
+from crawlspace.limits import BUSY_RETRY, AddressPolicy
 from crawlspace.records import LeaseKind
 from crawlspace.store.base import FrontierLimits
 from tests.conformance.conftest import LEASE_SECONDS, FrontierFactory, cand, robots_ok

@@ -1,5 +1,5 @@
 """Cross-host priority on every engine: among hosts whose politeness gap has passed, the lease
-goes to the best rank (frontier/front_queues.py: the front band of the host's best queued URL,
+goes to the best rank (bands.py: the front band of the host's best queued URL,
 plus aging), on the memory MemoryFrontier, SQLite, one Redis and a 3-master Redis Cluster.
 
 Each host first has a page fetched whose completion sets its next-allowed time, so the scenarios
@@ -9,7 +9,7 @@ engine leased the longest-waiting host first: each scenario below orders hosts d
 
 from __future__ import annotations
 
-from crawlspace.frontier.front_queues import FrontQueues
+from crawlspace.bands import FrontQueues
 from crawlspace.records import LeaseKind
 from crawlspace.store.base import Frontier, FrontierLimits
 from tests.conformance.conftest import LEASE_SECONDS, FrontierFactory, cand, fetched, robots_ok

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from crawlspace.frontier.front_queues import FrontQueues
+from crawlspace.bands import FrontQueues
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.redis.frontier import RedisFrontier

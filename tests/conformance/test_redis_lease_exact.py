@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from crawlspace.frontier.front_queues import FrontQueues
+from crawlspace.bands import FrontQueues
 from crawlspace.records import Lease, LeaseKind
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.redis import leasing

@@ -8,8 +8,8 @@ import math
 import random
 from typing import Any
 
+from crawlspace.bands import FrontQueues
 from crawlspace.frontier.aopic import SEED_CASH, cash_priority
-from crawlspace.frontier.front_queues import FrontQueues
 from crawlspace.store.redis.scripts import compose_script
 
 CASH_PRIORITIES = """

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.dedup.seen import dedup_seen_filter
-from crawlspace.frontier.states import IllegalTransition
+from crawlspace.lifecycle import IllegalTransition
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite.store import SqliteStore

@@ -1,11 +1,12 @@
-"""The per-address token rule on a virtual clock (frontier/addresses.py)."""
+"""The per-address token rule on a virtual clock (limits.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from crawlspace.frontier import addresses
-from crawlspace.frontier.addresses import BUSY_RETRY, AddressPolicy, AddressTokens
+from crawlspace.limits import BUSY_RETRY, AddressPolicy
+from crawlspace.store.memory import addresses
+from crawlspace.store.memory.addresses import AddressTokens
 
 
 def test_busy_retries_shortly_and_a_gap_retries_at_its_end() -> None:

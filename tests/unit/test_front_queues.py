@@ -1,4 +1,4 @@
-"""The front bands (frontier/front_queues.py): pure, and the same in SQL as in Python."""
+"""The front bands (bands.py): pure, and the same in SQL as in Python."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from crawlspace.bands import REVISIT_BAND, FrontQueues
 from crawlspace.frontier.aopic import SEED_CASH, cash_priority
-from crawlspace.frontier.front_queues import REVISIT_BAND, FrontQueues, front_queues
+from crawlspace.frontier.front_queues import front_queues
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite.store import SqliteStore

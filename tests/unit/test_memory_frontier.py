@@ -22,7 +22,7 @@ from hypothesis.stateful import (
 
 from crawlspace.clock import VirtualClock
 from crawlspace.frontier.politeness import PolitenessPolicy
-from crawlspace.frontier.states import TERMINAL_STATES, IllegalTransition
+from crawlspace.lifecycle import TERMINAL_STATES, IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import Frontier, FrontierLimits
 from crawlspace.store.memory import MemoryFrontier

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from crawlspace.frontier.states import (
+from crawlspace.lifecycle import (
     TERMINAL_STATES,
     TRANSITIONS,
     IllegalTransition,

@@ -3,7 +3,7 @@ a lease makes to another host (a robots.txt redirect hop) also holds that host's
 
 The host's token comes with the lease (the frontier's); the address's is taken here, from the
 store (``take_address``: in memory on the embedded engines, in Redis for a shared crawl, by the
-rule of frontier/addresses.py), because a host's address is known only once it is resolved, and
+rule of limits.py), because a host's address is known only once it is resolved, and
 on a cluster the address's slot is not the host's. A busy address refuses: the visit raises
 ``AddressBusyError`` before sending anything and the lease goes back with its host deferred until
 the address may have room (``release(..., not_before)``), so a fetch slot never idles waiting.

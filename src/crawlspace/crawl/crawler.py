@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawlspace import __version__
 from crawlspace.archive.recovery import RecoveredFile, recover_open_files, response_offsets
 from crawlspace.archive.warc import WarcWriter
 from crawlspace.clock import Clock, SystemClock
@@ -46,6 +45,7 @@ from crawlspace.parse.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Lease
 from crawlspace.store.base import Store
 from crawlspace.telemetry import Telemetry
+from crawlspace.version import __version__
 
 __all__ = ["CrawlSummary", "Crawler", "frontier_limits"]
 

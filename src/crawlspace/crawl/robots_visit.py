@@ -27,9 +27,8 @@ from crawlspace.robots.policy import (
     CacheHeaders,
     after_redirects,
     classify_status,
-    robots_url,
 )
-from crawlspace.urls import host_key, normalize
+from crawlspace.urls import host_key, normalize, robots_url
 
 log = logging.getLogger("crawlspace.crawl.visit")
 

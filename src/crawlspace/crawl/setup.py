@@ -22,8 +22,8 @@ from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.errors import OutputDirError
 from crawlspace.fetch.settings import FetchSettings
-from crawlspace.frontier.addresses import AddressPolicy
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
+from crawlspace.limits import AddressPolicy
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite.readonly import read_meta
 from crawlspace.store.sqlite.store import SqliteStore

@@ -70,7 +70,7 @@ class Transport(Protocol):
 
     async def address_of(self, url: str) -> str | None:
         """The server address a fetch of ``url`` would connect to (per-address politeness,
-        frontier/addresses.py), or None when it cannot tell (the fetch then says why)."""
+        limits.py), or None when it cannot tell (the fetch then says why)."""
         ...
 
     async def close(self) -> None: ...

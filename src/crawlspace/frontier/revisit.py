@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from crawlspace.frontier.states import REVISITABLE
+from crawlspace.lifecycle import REVISITABLE
 from crawlspace.records import Completion, Lease, RevisitPlan
 
 __all__ = ["CHANGEFREQ_SECONDS", "GONE_HASH", "RevisitPolicy", "plan_revisit"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from crawlspace.errors import ConfigError
+from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import rules_text, traps_text
 from crawlspace.ops.report import open_crawl_db
 from crawlspace.urls import host_key
@@ -65,9 +66,7 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
         for row in db.execute(QUERIES[what]):
             record = dict(row)
             if what == "hosts":
-                text = learned.get(record["host_key"])
-                record["trap_families"] = traps_text(text) or None
-                record["url_rules"] = rules_text(text) or None
+                _with_learned(record, learned.get(record["host_key"]))
             if what == "urls" and record["host_key"] is None:
                 # URLs excluded at the frontier's entry have no host row.
                 record["host_key"] = host_key(record["url"])
@@ -85,7 +84,8 @@ def _learned(db: sqlite3.Connection) -> dict[str, str]:
         return {}  # a crawl.db from before host notes
     rows = db.execute(
         "SELECT h.host_key, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
-        " WHERE n.name = 'learned'"
+        " WHERE n.name = ?",
+        (LEARNED,),
     )
     return {str(host): str(text) for host, text in rows}
 
@@ -149,4 +149,16 @@ def write_frontier_export(
     if fmt not in FORMATS:  # before connecting
         raise ConfigError(f"--format {fmt!r} with --frontier: choose one of {', '.join(FORMATS)}")
     with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
-        return write_records(iter_frontier_records(frontier, what), fmt, stream)
+        records = iter_frontier_records(frontier, what)
+        if what == "hosts":
+            records = (
+                _with_learned(record, record.pop("notes").get(LEARNED)) for record in records
+            )
+        return write_records(records, fmt, stream)
+
+
+def _with_learned(record: dict[str, Any], text: str | None) -> dict[str, Any]:
+    """A host record with what the crawl learned about it (frontier/learned.py), as text."""
+    record["trap_families"] = traps_text(text) or None
+    record["url_rules"] = rules_text(text) or None
+    return record

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
+from crawlspace.lifecycle import ROBOTS_UNAVAILABLE
 from crawlspace.records import RobotsRecord
 from crawlspace.robots.parser import RobotsTxt
 
@@ -29,7 +30,6 @@ __all__ = [
     "after_redirects",
     "classify_status",
     "freshness_seconds",
-    "robots_url",
     "rules_for",
 ]
 
@@ -37,15 +37,7 @@ RULES = "rules"
 REDIRECT = "redirect"
 ALLOW_ALL = "allow_all"
 DISALLOW_ALL = "disallow_all"
-UNAVAILABLE_ERROR = "robots_unavailable"
-# The exclusions a host's robots.txt decided (its rules, or its being unreachable): the ones
-# its next robots.txt re-evaluates (RFC 9309 §2.4: rules change, and a crawler re-reads them).
-ROBOTS_EXCLUSIONS = frozenset({"robots", UNAVAILABLE_ERROR})
-
-
-def robots_url(host_key: str) -> str:
-    """The robots.txt URL for ``host_key`` ("scheme://authority"), per RFC 9309 §2.3."""
-    return host_key.rstrip("/") + "/robots.txt"
+UNAVAILABLE_ERROR = ROBOTS_UNAVAILABLE
 
 
 def classify_status(status: int | None) -> str:

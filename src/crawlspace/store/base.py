@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from crawlspace.frontier.addresses import AddressPolicy
+from crawlspace.bands import FrontQueues
 from crawlspace.frontier.budgets import KeyedBudget
-from crawlspace.frontier.front_queues import FrontQueues
 from crawlspace.frontier.priority import PriorityRules
+from crawlspace.limits import AddressPolicy
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 
 
@@ -44,9 +44,9 @@ class FrontierLimits:
     trap_priority_penalty: int = 100
     # AOPIC's Lambda tax (frontier/aopic.py) when the priority policy is "aopic", else None.
     aopic_tax: float | None = None
-    # Cross-host order: the front band of each host's best URL, with aging (front_queues.py).
+    # Cross-host order: the front band of each host's best URL, with aging (bands.py).
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
-    # Per server address: in-flight tokens and gap (frontier/addresses.py).
+    # Per server address: in-flight tokens and gap (limits.py).
     address: AddressPolicy = AddressPolicy()  # noqa: RUF009 - frozen, so sharing is safe
 
     def priority_rules(self) -> PriorityRules:
@@ -97,7 +97,7 @@ class Frontier(Protocol):
     ) -> float | None:
         """Hold a token of the server ``address`` for the lease ``holder`` until it is given
         back or ``expires_at`` passes: None when granted, else when to try again
-        (frontier/addresses.py)."""
+        (limits.py)."""
         ...
 
     def give_address(self, address: str, holder: str, ended: float) -> None:
@@ -109,7 +109,7 @@ class Frontier(Protocol):
         that another host's lease makes (a robots.txt redirect hop, RFC 9309 §2.3.1.2).
         Granted (None) as a lease would be: the host has a free token (robots.txt leases
         included) and its next-allowed time has passed; else the time to try again
-        (frontier/addresses.py token_retry_at). The token counts as in flight until
+        (limits.py token_retry_at). The token counts as in flight until
         ``give_host`` or ``expires_at``, when it lapses as an expired lease does (the host
         then waits the lost-lease gap). A host the store does not know yet is made, with
         nothing queued."""

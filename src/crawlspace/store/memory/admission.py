@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.frontier.budgets import KeyedBudget
-from crawlspace.frontier.states import UrlState
+from crawlspace.lifecycle import UrlState
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.links import Admitted, LinkPolicy

@@ -9,8 +9,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
-from crawlspace.frontier.front_queues import REVISIT_BAND
-from crawlspace.frontier.states import REVISITABLE, UrlState, check_revisit
+from crawlspace.bands import REVISIT_BAND
+from crawlspace.lifecycle import REVISITABLE, UrlState, check_revisit
 from crawlspace.records import RevisitPlan
 from crawlspace.store.memory.records import MemUrl
 

@@ -3,7 +3,7 @@ No I/O and no clock reads; every method takes ``now``.
 
 Two levels, as in Mercator (Heydon & Najork, "Mercator: A scalable, extensible web crawler",
 1999, §3.2): heaps of ready hosts keyed by (next_allowed_at, seq), one per front band
-(frontier/front_queues.py: the band of the host's best queued URL; the lease takes the best rank
+(bands.py: the band of the host's best queued URL; the lease takes the best rank
 among the band heads), and per host a heap of (priority, seq, url_id). A host is in a ready heap
 only while it can take another lease (it has queued URLs, a free token and no robots fetch
 outstanding), so ``lease`` never scans idle or busy hosts. Heap entries are deleted lazily: each
@@ -18,17 +18,17 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 
-from crawlspace.frontier.addresses import AddressTokens, OwnedAddressTokens, token_retry_at
 from crawlspace.frontier.budgets import day_budget
-from crawlspace.frontier.states import UrlState, check_transition
+from crawlspace.lifecycle import ROBOTS_EXCLUSIONS, UrlState, check_transition
+from crawlspace.limits import token_retry_at
 from crawlspace.records import (
     Completion,
     Lease,
     LeaseKind,
     RobotsRecord,
 )
-from crawlspace.robots.policy import ROBOTS_EXCLUSIONS
 from crawlspace.store.base import FrontierLimits
+from crawlspace.store.memory.addresses import AddressTokens, OwnedAddressTokens
 from crawlspace.store.memory.admission import MemoryAdmission
 from crawlspace.store.memory.due import DueRevisits
 from crawlspace.store.memory.links import Admitted, LinkPolicy

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from crawlspace.bands import REVISIT_BAND
 from crawlspace.frontier.aopic import (
     NO_CASH_PRIORITY,
     SEED_CASH,
@@ -19,9 +20,8 @@ from crawlspace.frontier.aopic import (
     split_cash,
 )
 from crawlspace.frontier.budgets import advance_window
-from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.priority import inlink_priority
-from crawlspace.frontier.states import UrlState
+from crawlspace.lifecycle import UrlState
 from crawlspace.records import Completion, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.memory.records import MemHost, MemUrl

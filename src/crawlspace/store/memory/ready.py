@@ -1,6 +1,6 @@
 """The memory engine's ready hosts: Mercator's front queues over its back queues.
 
-One heap of hosts per front band (frontier/front_queues.py: the band of the host's best queued
+One heap of hosts per front band (bands.py: the band of the host's best queued
 URL), keyed by (next_allowed_at, seq); a lease takes the best rank among the band heads. A host
 has at most one live entry: it remembers the seq and band of that entry (``heap_seq``,
 ``heap_band``), and any entry with another seq is stale and dropped when it surfaces (lazy
@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
-from crawlspace.frontier.front_queues import FrontQueues
+from crawlspace.bands import FrontQueues
 from crawlspace.store.memory.records import MemHost
 
 # Rebuild a lazily-deleted heap once it holds this many times more entries than live ones.

@@ -11,7 +11,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from crawlspace.frontier.budgets import DiscoveryWindow
-from crawlspace.frontier.states import UrlState
+from crawlspace.lifecycle import UrlState
 from crawlspace.records import Lease, LeaseKind, RobotsRecord
 
 NEVER = float("-inf")

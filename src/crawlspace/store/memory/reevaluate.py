@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crawlspace.frontier.states import UrlState, check_reevaluation
+from crawlspace.lifecycle import UrlState, check_reevaluation
 from crawlspace.store.memory.records import MemHost, MemUrl
 
 

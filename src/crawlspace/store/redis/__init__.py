@@ -13,7 +13,7 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
     {ns:bN}:rm          zset   front band -> its first ready score: the bucket's ready marks,
                                read once per script (lua/_common.lua ready_marks)
     {ns:bN}:ready:F     zset   host -> next_allowed_at, only hosts that can take a lease, in the
-                               front band F of their best queued URL (frontier/front_queues.py)
+                               front band F of their best queued URL (bands.py)
     {ns:bN}:seen        hash   url -> url id: the exact seen set
     {ns:bN}:dx          hash   url -> url id of URLs excluded for their depth (re-admittable)
     {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" / "H|host|holder" (a host's token

@@ -7,7 +7,7 @@ all the time (which buckets have ready hosts or due revisits, the earliest ready
 earliest lease expiry) are answered by a crawl-wide index of each bucket's marks (index.py),
 which every write script's reply keeps current: their cost does not grow with the number of
 buckets. ``lease`` grants the best-ranked ready hosts of the whole crawl (leasing.py, the
-front bands of frontier/front_queues.py). Rarer questions (leases in flight, queued and fetched
+front bands of bands.py). Rarer questions (leases in flight, queued and fetched
 counts) are a pipelined scan over all buckets, one round trip per shard. Scripts, retries and
 pipelines are scripts.py's; tokens held outside a host's leases (an address's, a host's for a
 robots.txt redirect hop) tokens.py's.
@@ -27,9 +27,9 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from crawlspace.bands import REVISIT_BAND
 from crawlspace.frontier.aopic import SEED_CASH
-from crawlspace.frontier.front_queues import REVISIT_BAND
-from crawlspace.frontier.states import IllegalTransition
+from crawlspace.lifecycle import IllegalTransition
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis import leasing

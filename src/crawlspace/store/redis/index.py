@@ -3,7 +3,7 @@
 Keys under their own hash tag ``{ns:idx}`` (one slot, never touched by a bucket script):
 
     {ns:idx}:ready:F zset   bucket -> the earliest ready time of its hosts in front band F (the
-                            first score of {ns:bN}:ready:F, frontier/front_queues.py)
+                            first score of {ns:bN}:ready:F, bands.py)
     {ns:idx}:leases  zset   bucket -> its earliest lease expiry (the first score of {ns:bN}:leases)
     {ns:idx}:due     zset   bucket -> its earliest due revisit (the first score of {ns:bN}:due)
     {ns:idx}:ver     hash   bucket -> version of the marks above
@@ -102,7 +102,7 @@ class BucketIndex:
 
     def ready_buckets(self, at: str, limit: int) -> list[tuple[int, float]]:
         """Up to ``limit`` buckets with a host ready at ``at``, best-ranked host first, each
-        with that host's rank (frontier/front_queues.py)."""
+        with that host's rank (bands.py)."""
         found = self._front(at, limit)[1:]
         front = self._f.limits.front
         return [
@@ -142,7 +142,7 @@ class BucketIndex:
         cutoff: float | None = None,
     ) -> list[Peek]:
         """Each bucket read atomically (lua/peek.lua): with ``limit`` the ranks
-        (frontier/front_queues.py) of its first ``limit`` hosts ready at ``at`` in each band,
+        (bands.py) of its first ``limit`` hosts ready at ``at`` in each band,
         none ranked after ``cutoff``; without, its number of hosts ready at ``at``; and its
         marks when wanted. ``full`` reads every band instead of the bucket's cached marks."""
         front = self._f.limits.front

@@ -1,5 +1,5 @@
 """Leasing on the shared frontier: the best-ranked ready hosts of all buckets (the front bands,
-frontier/front_queues.py), found through the bucket index (index.py) and granted by one lease
+bands.py), found through the bucket index (index.py) and granted by one lease
 script per bucket, pipelined; with replicas, only grants the replicas confirmed.
 
 The index ranks buckets by their best ready host; a peek of those buckets returns the ready
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from crawlspace.records import Lease, LeaseKind
-from crawlspace.robots.policy import robots_url
 from crawlspace.store.redis.codec import num
 from crawlspace.store.redis.scripts import TRANSIENT
+from crawlspace.urls import robots_url
 
 if TYPE_CHECKING:
     from crawlspace.store.redis.frontier import RedisFrontier
@@ -50,7 +50,7 @@ Ranked = list[tuple[float, int, int]]  # (host rank, bucket's position in the in
 
 def _ready_counts(frontier: RedisFrontier, now: float, limit: int) -> dict[int, int]:
     """How many leases each bucket grants, for the ``limit`` best-ranked hosts ready at ``now``
-    (frontier/front_queues.py). The index gives the buckets whose best hosts rank first; the
+    (bands.py). The index gives the buckets whose best hosts rank first; the
     ``limit`` best hosts of the crawl all rank no worse than the last of those buckets' best
     (``limit`` distinct hosts do), so a peek of those buckets up to that rank finds them all.
 

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
+from crawlspace.bands import REVISIT_BAND, FrontQueues
 from crawlspace.frontier.aopic import NO_CASH_PRIORITY, POINTS_PER_DOUBLING, TOP_EXPONENT
-from crawlspace.frontier.front_queues import REVISIT_BAND, FrontQueues
 
 __all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "ride_out", "stored_buckets"]
 

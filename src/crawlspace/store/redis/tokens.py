@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from crawlspace.frontier.addresses import token_retry_at
+from crawlspace.limits import token_retry_at
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.redis.codec import num
 from crawlspace.store.redis.index import BucketIndex

@@ -29,8 +29,6 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawlspace.errors import ConfigError, StoreError
-from crawlspace.frontier.learned import NOTE as LEARNED
-from crawlspace.frontier.learned import rules_text, traps_text
 from crawlspace.store.redis.frontier import RedisFrontier, connect, stored_buckets
 
 _BATCH = 500  # keys per SCAN call and per read pipeline
@@ -315,9 +313,9 @@ def _hosts(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
         pipe.hgetall(key)
         pipe.hgetall(f"{prefix}r:{host}")
         pipe.zcard(f"{prefix}q:{host}")
-        pipe.hget(f"{prefix}n:{host}", LEARNED)
+        pipe.hgetall(f"{prefix}n:{host}")
 
-    for (bucket, _, host), (h, r, queued, learned) in _read(frontier, "h", reads, size=4):
+    for (bucket, _, host), (h, r, queued, notes) in _read(frontier, "h", reads, size=4):
         body = base64.b64decode(r["body"]) if r.get("body") is not None else None
         yield {
             "host_key": host,
@@ -336,6 +334,7 @@ def _hosts(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
             "robots_sha256": None if body is None else hashlib.sha256(body).hexdigest(),
             "robots_attempts": _int(r.get("attempts")),
             "robots_error": r.get("error") or None,
-            "trap_families": traps_text(learned) or None,
-            "url_rules": rules_text(learned) or None,
+            # What policy learned about the host (its notes, e.g. frontier/learned.py), raw:
+            # the read side (ops/export.py) says what they mean.
+            "notes": notes,
         }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from crawlspace.frontier.states import check_transition
+from crawlspace.lifecycle import check_transition
 from crawlspace.records import Completion, Lease
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import traps as sqlite_traps

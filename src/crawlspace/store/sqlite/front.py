@@ -1,4 +1,4 @@
-"""The SQLite side of the front bands (frontier/front_queues.py): each host's best queued
+"""The SQLite side of the front bands (bands.py): each host's best queued
 priority and its band, and the ready hosts read band by band.
 
 ``hosts.head_priority`` and ``hosts.band`` are derived data, kept by triggers on ``urls`` rather
@@ -15,7 +15,7 @@ import functools
 import sqlite3
 from typing import Final
 
-from crawlspace.frontier.front_queues import FrontQueues
+from crawlspace.bands import FrontQueues
 
 __all__ = ["migrate", "next_ready_sql", "ready_sql"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from crawlspace.frontier.addresses import token_retry_at
+from crawlspace.limits import token_retry_at
 
 
 def take(

@@ -5,7 +5,7 @@ never both take one host's token).
 A host is ready when its generated ``ready_at`` (next-allowed time, or never while its token is
 taken or its queue is empty) has passed: the ``hosts_front`` index on (band, ready_at) is the
 Mercator heap of per-host next-allowed times, one per front band, and the ready hosts go in
-order of rank (frontier/front_queues.py, store/sqlite/front.py). A host whose robots.txt is
+order of rank (bands.py, store/sqlite/front.py). A host whose robots.txt is
 missing or stale is leased for that first; otherwise for the head of its queue (lowest
 priority, then first found).
 """
@@ -16,11 +16,11 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from crawlspace.frontier.front_queues import FrontQueues
+from crawlspace.bands import FrontQueues
 from crawlspace.records import Lease, LeaseKind
-from crawlspace.robots.policy import robots_url
 from crawlspace.store.sqlite import revisit as sqlite_revisit
 from crawlspace.store.sqlite.front import ready_sql
+from crawlspace.urls import robots_url
 
 __all__ = ["lease_ready"]
 

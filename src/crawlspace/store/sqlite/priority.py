@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Final
 
+from crawlspace.bands import REVISIT_BAND
 from crawlspace.frontier.aopic import (
     NO_CASH_PRIORITY,
     SEED_CASH,
@@ -20,7 +21,6 @@ from crawlspace.frontier.aopic import (
     page_cash,
     split_cash,
 )
-from crawlspace.frontier.front_queues import REVISIT_BAND
 from crawlspace.frontier.priority import PriorityRules
 
 __all__ = ["Ranking", "migrate"]

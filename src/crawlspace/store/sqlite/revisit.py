@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
 
-from crawlspace.frontier.front_queues import REVISIT_BAND
-from crawlspace.frontier.states import REVISITABLE, check_revisit
+from crawlspace.bands import REVISIT_BAND
+from crawlspace.lifecycle import REVISITABLE, check_revisit
 
 __all__ = [
     "REVISIT_BAND",

@@ -17,10 +17,10 @@ from pathlib import Path
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
-from crawlspace.frontier.addresses import AddressTokens, OwnedAddressTokens
+from crawlspace.lifecycle import ROBOTS_EXCLUSIONS
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
-from crawlspace.robots.policy import ROBOTS_EXCLUSIONS
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.memory.addresses import AddressTokens, OwnedAddressTokens
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
 from crawlspace.store.sqlite import front as sqlite_front
@@ -78,7 +78,7 @@ class SqliteStore(RecordsDelegate, OwnedAddressTokens):
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
         self.ranking = sqlite_priority.Ranking(self.limits.priority_rules())
         self._band_tally: dict[int, list[int]] = {}
-        # Per server address: one owner, so in memory (frontier/addresses.py).
+        # Per server address: one owner, so in memory (limits.py).
         self.address_tokens = AddressTokens(self.limits.address)
         # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.
         self._pages_done: int | None = None

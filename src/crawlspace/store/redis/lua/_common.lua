@@ -5,7 +5,7 @@
 -- Times travel as the client's decimal strings and are written back verbatim: a Lua number passed
 -- to redis.call is formatted with 14 significant digits, which would round epoch timestamps.
 -- FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS and REVISIT_BAND are set by the lines the client puts
--- before this prelude (the crawl's FrontQueues, frontier/front_queues.py). Bands are numbers 0 .. FRONT_BANDS - 1 here; string
+-- before this prelude (the crawl's FrontQueues, bands.py). Bands are numbers 0 .. FRONT_BANDS - 1 here; string
 -- building is kept off the hot paths (a tostring costs about as much as a Redis command).
 local P = ARGV[1]
 local ST = KEYS[1]

@@ -1,4 +1,4 @@
--- Per server address tokens of a shared crawl (frontier/addresses.py has the rule), in the
+-- Per server address tokens of a shared crawl (limits.py has the rule), in the
 -- address's own slot "{ns:a:ADDR}", so a server's many host names, in many buckets and on many
 -- workers, share one count. KEYS[1] is "{ns:a:ADDR}:h", a zset: holder (a lease id) -> the
 -- lease's expiry, so a dead worker's tokens lapse with its leases; "{ns:a:ADDR}:n" is the

@@ -25,7 +25,7 @@ if not host then
   if redis.call('HGET', ukey(id), 'lease') == '~' .. lid then return {{}, {2, 0}} end
   return {{}, {0, 0}}
 end
--- frontier/states.py TRANSITIONS['leased'], checked before any write.
+-- lifecycle.py TRANSITIONS['leased'], checked before any write.
 local allowed = {queued = true, fetched = true, redirected = true, excluded = true, failed = true,
   not_modified = true}
 if not allowed[state] then return {{}, {-1, 0}} end

@@ -1,6 +1,6 @@
 -- Grant up to `limit` leases from this bucket's hosts whose next-allowed time is <= now.
 -- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket, revisit share, aging.
--- Hosts go in order of rank across the front bands (best_ready, frontier/front_queues.py).
+-- Hosts go in order of rank across the front bands (best_ready, bands.py).
 -- Returns {index update (_common.lua), leases}: 19 fields per lease: kind, lease id, host, url,
 -- id, version, attempt, depth, hops, etag, last_modified ('' for none), source, host backoff
 -- level, host failure streak, the recrawl state: revisit interval, content hash and sitemap

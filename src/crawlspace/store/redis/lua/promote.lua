@@ -3,7 +3,7 @@
 -- A revisit is a new visit: its version is bumped before it can be leased, so it gets its own
 -- completion event; its attempts start again; it joins its host queue in the revisit band
 -- (priority minus the band, lease.lua), remembering when it became due ('due').
--- Only fetched, not_modified and failed URLs are revisited (frontier/states.py REVISITS); a
+-- Only fetched, not_modified and failed URLs are revisited (lifecycle.py REVISITS); a
 -- URL in any other state (queued again meanwhile) just leaves the due set.
 -- Returns {index update (_common.lua), number queued}.
 local limit = tonumber(ARGV[3])

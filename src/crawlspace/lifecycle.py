@@ -101,3 +101,9 @@ def check_reevaluation(old: str) -> None:
 
 
 _REEVALUABLE = frozenset(s.value for s in REEVALUATIONS)
+
+# The exclusions a host's robots.txt decided (its rules, or its being unreachable): the ones its
+# next robots.txt re-evaluates (RFC 9309 §2.4: rules change, and a crawler re-reads them).
+ROBOTS_EXCLUDED = "robots"
+ROBOTS_UNAVAILABLE = "robots_unavailable"
+ROBOTS_EXCLUSIONS = frozenset({ROBOTS_EXCLUDED, ROBOTS_UNAVAILABLE})
