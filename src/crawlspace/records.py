@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from crawlspace.plans import CompletionPlan
+
 if TYPE_CHECKING:
     from crawlspace.dedup.sketch import Sketch
 
@@ -136,13 +138,12 @@ class Completion:
     counters: dict[str, int] = field(default_factory=dict)
     # The next visit (terminal completions; None: never revisited), see frontier/revisit.py.
     revisit: RevisitPlan | None = None
-    # Judged an exact or near duplicate (frontier/duplicates.py): its host's count grows.
-    duplicate: bool = False
-    # Set by the store: the discovered URLs on the page's own host it queued as new.
-    admitted: list[str] = field(default_factory=list)
     # Host notes (name -> text) the store writes with the completion, before the host's token
     # is given back, so the host's next lease already reads them (crawl/host_rules.py).
     notes: dict[str, str] = field(default_factory=dict)
+    # What the crawl decided about this completion, for the store to apply (plans.py; made by
+    # frontier/plans.py). None: nothing decided (no budget, no content judgement).
+    plan: CompletionPlan | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Content dedup's store primitives (frontier/duplicates.py ContentIndex) mean the same in
+"""Content dedup's store primitives (plans.py ContentIndex) mean the same in
 memory, on one Redis and on a 3-master Redis Cluster; SQLite's is exercised by real crawls
 (tests/integration/test_dedup_crawl.py), whose workers' variant runs the Redis one."""
 
@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from crawlspace.dedup.content import MemoryContentIndex
-from crawlspace.frontier.duplicates import ContentIndex, ContentVerdict, classify
+from crawlspace.frontier.duplicates import classify
+from crawlspace.plans import ContentIndex, ContentVerdict
 from crawlspace.records import FetchRecord
 
 A = 0x0123_4567_89AB_CDEF

@@ -36,8 +36,9 @@ def test_a_completion_reports_what_it_queued_on_its_host(make_frontier: Frontier
     (lease,) = frontier.lease(1.0, 1, LEASE_SECONDS)
     done: Completion = fetched(1.0)
     done.discovered = [cand(HOST, "/known"), cand(HOST, "/new"), cand(OTHER, "/new")]
-    assert frontier.complete(lease, done, 1.0)
-    assert done.admitted == [HOST + "/new"]
+    outcome = frontier.complete(lease, done, 1.0)
+    assert outcome is not None
+    assert list(outcome.admitted) == [HOST + "/new"]
 
 
 def test_notes_are_written_with_the_completion(make_frontier: FrontierFactory) -> None:

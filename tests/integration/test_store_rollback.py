@@ -4,7 +4,8 @@ crawl/commit.py retries the completions of a failed batch one by one. Whatever t
 taught
 the store's in-memory state must go with its rollback: a host id cached for a host row that no
 longer exists filed URLs under the id the next new host got (leased under that host's token and
-robots.txt), and budget rejections added to the completion were counted twice.
+robots.txt), and budget rejections added to the completion were counted twice (the store now
+reports them in its outcome and leaves the completion as given).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def test_a_rolled_back_batch_leaves_no_host_id_and_no_double_count(tmp_path: Pat
         with pytest.raises(IllegalTransition):
             store.complete_many([(la, good), (ld, bad)], 2.0)
         assert good.rejections == {}  # untouched by the batch that rolled back
-        assert store.complete(la, good, 2.0)  # crawl/commit.py's retry, one by one
-        assert good.rejections == {"budget_host": 1}
+        outcome = store.complete(la, good, 2.0)  # crawl/commit.py's retry, one by one
+        assert outcome is not None
+        assert outcome.rejections == {"budget_host": 1}
         store.add([UrlCandidate(C + "/y", C, 0)], 3.0)
 
         db = sqlite3.connect(path)

@@ -39,7 +39,7 @@ def test_a_flagged_family_missing_from_the_learned_note_is_restored() -> None:
     assert rules.before_fetch(first) is None  # not applied: the learned note lacks it
     done = fetched(first.url, "no events today")
     rules.before_commit(first, done)
-    rules.after_commit(first, done)
+    rules.after_commit(first, done, admitted=[])
     rules.forget(first)
     # The next lease of the family is excluded with the verdict's reason.
     excluded = rules.before_fetch(lease("/cal/2030/01/02", 2))

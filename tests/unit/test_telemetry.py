@@ -15,6 +15,7 @@ from crawlspace.config import CrawlConfig, build_config
 from crawlspace.dashboard.data import snapshot
 from crawlspace.dashboard.page import report_page, served_page
 from crawlspace.errors import ConfigError
+from crawlspace.plans import Outcome
 from crawlspace.records import Completion, FetchRecord, UrlCandidate
 from crawlspace.store.sqlite.store import SqliteStore
 from crawlspace.telemetry import Telemetry
@@ -62,10 +63,10 @@ def test_samples_follow_commits_and_the_clock(store: SqliteStore) -> None:
     telemetry.tick(1000.0, 0)  # the first tick samples at once
     telemetry.tick(1004.9, 0)  # not yet due
     for i in range(4):
-        telemetry.on_commit(HOST, _fetch(f"/{i}", text="same"), committed=True)
-    telemetry.on_commit(HOST, _fetch("/x", status=404, text=None), committed=True)
-    telemetry.on_commit(HOST, _fetch("/stale"), committed=False)  # refused by the store
-    telemetry.on_commit(HOST, Completion("failed", reason="timeout"), committed=True)
+        telemetry.on_commit(HOST, _fetch(f"/{i}", text="same"), outcome=Outcome())
+    telemetry.on_commit(HOST, _fetch("/x", status=404, text=None), outcome=Outcome())
+    telemetry.on_commit(HOST, _fetch("/stale"), outcome=None)  # refused by the store
+    telemetry.on_commit(HOST, Completion("failed", reason="timeout"), outcome=Outcome())
     telemetry.tick(1005.0, 3)
     telemetry.close(1006.0)
     first, second, last = _rows(store)

@@ -12,26 +12,28 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease
 
 
 class CompletingStore(Protocol):
-    def complete(self, lease: Lease, completion: Completion, now: float) -> bool: ...
+    def complete(self, lease: Lease, completion: Completion, now: float) -> Outcome | None: ...
 
     def complete_many(
         self, items: Sequence[tuple[Lease, Completion]], now: float
-    ) -> list[bool]: ...
+    ) -> list[Outcome | None]: ...
 
 
 class GroupCommitter:
     def __init__(self, store: CompletingStore, now: Callable[[], float]) -> None:
         self._store = store
         self._now = now
-        self._pending: list[tuple[Lease, Completion, asyncio.Future[bool]]] = []
+        self._pending: list[tuple[Lease, Completion, asyncio.Future[Outcome | None]]] = []
         self.batches = 0
 
-    async def submit(self, lease: Lease, completion: Completion) -> bool:
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def submit(self, lease: Lease, completion: Completion) -> Outcome | None:
+        """What the store did with ``completion``; None when it refused it as stale."""
+        future: asyncio.Future[Outcome | None] = asyncio.get_running_loop().create_future()
         if not self._pending:
             asyncio.get_running_loop().call_soon(self._flush)
         self._pending.append((lease, completion, future))

@@ -21,13 +21,14 @@ and one count is lost, which only delays a conclusion.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from crawlspace.dedup.sketch import Sketch
 from crawlspace.frontier import canonical as canon
 from crawlspace.frontier import trap_yield as traps
 from crawlspace.frontier import url_equivalence as dust
 from crawlspace.frontier.backoff import THROTTLE_NOTE, throttled_since
+from crawlspace.frontier.budgets import WINDOW_NOTE
 from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.priority import DEPTH_WEIGHT
@@ -59,7 +60,7 @@ class HostRules:
     def _note_names(self, url: str) -> list[str]:
         """Every host note a visit of ``url`` may read: the conclusions, and the evidence a
         first visit may add to."""
-        names = [LEARNED, canon.NOTE, THROTTLE_NOTE]
+        names = [LEARNED, canon.NOTE, THROTTLE_NOTE, WINDOW_NOTE]
         if self._learn_equivalence:
             names += dust.note_names(url)
         family = traps.url_family(url) if self._rules.sample else None
@@ -72,6 +73,11 @@ class HostRules:
         if notes is None:  # a commit without before_fetch (a failed attempt): read them now
             notes = self._store.host_notes(lease.host_key, self._note_names(lease.url))
         return notes
+
+    def read_for(self, lease: Lease) -> Mapping[str, str]:
+        """The host notes read before the lease's fetch, as its visit has updated them (empty
+        when it fetched nothing); what its completion is planned from (frontier/plans.py)."""
+        return self._read.get(lease.lease_id, {})
 
     def throttled_since(self, lease: Lease) -> float | None:
         """When the lease's host began its current throttling streak (frontier/backoff.py),
@@ -151,9 +157,10 @@ class HostRules:
                 learned = learned.with_equivalence(rule, dust.settled(text))
         return learned
 
-    def after_commit(self, lease: Lease, completion: Completion) -> None:
+    def after_commit(self, lease: Lease, completion: Completion, admitted: Sequence[str]) -> None:
         """Once a page's first visit is committed: its URL family counts it, with the new
-        URLs of the family the store queued (only known now)."""
+        URLs of the family the store queued (``admitted``: those of its host, only known
+        now)."""
         fetch = completion.fetch
         if fetch is None or completion.state != "fetched" or lease.version != 1:
             return
@@ -163,7 +170,7 @@ class HostRules:
         note = traps.NOTE_PREFIX + family
         notes = self._notes(lease)
         state = traps.decode(notes.get(note))
-        new = self._count_page(lease, completion, fetch.sketch, family, state)
+        new = self._count_page(lease, admitted, fetch.sketch, family, state)
         if new != state:
             self._store.put_host_note(lease.host_key, note, traps.encode(new))
         learned = Learned.decode(notes.get(LEARNED))
@@ -176,7 +183,7 @@ class HostRules:
     def _count_page(
         self,
         lease: Lease,
-        completion: Completion,
+        admitted: Sequence[str],
         sketch: Sketch,
         family: str,
         state: traps.FamilyYield,
@@ -187,7 +194,7 @@ class HostRules:
             family,
             url=lease.url,
             sketch=sketch,
-            minted=traps.family_members(family, completion.admitted),
+            minted=traps.family_members(family, admitted),
             rules=self._rules,
         )
         if new.verdict is not None and state.verdict is None:

@@ -23,9 +23,11 @@ from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.host_rules import HostRules
 from crawlspace.crawl.robots_visit import robots_retrying
+from crawlspace.crawl.setup import completion_policy
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
 from crawlspace.faults import crash_point, drop_ack
+from crawlspace.frontier.plans import plan_completion
 from crawlspace.frontier.revisit import plan_revisit
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -115,6 +117,7 @@ class LeaseRunner:
         self._store = parts.store
         self._committer = GroupCommitter(parts.store, parts.clock.now)
         self._revisit = parts.config.revisit_policy()
+        self._policy = completion_policy(parts.config)
         self._add_sitemaps = add_sitemaps
         self._request_stop = request_stop
         self.robots = RobotsCache(parts.store, parts.clock.now)
@@ -266,15 +269,20 @@ class LeaseRunner:
         crash_point("before_commit")
         if drop_ack():
             return
+        now = self._now()
         if completion.state != "queued":  # a visit's end: when is the URL visited next
-            completion.revisit = plan_revisit(lease, completion, self._now(), self._revisit)
+            completion.revisit = plan_revisit(lease, completion, now, self._revisit)
         self.host_rules.before_commit(lease, completion)  # what it shows; links screened
-        committed = await self._committer.submit(lease, completion)
+        # Every other decision the store applies with it (frontier/plans.py).
+        notes = self.host_rules.read_for(lease)
+        completion.plan = plan_completion(lease, completion, notes, self._policy, now)
+        outcome = await self._committer.submit(lease, completion)
         crash_point("after_commit")
-        self._parts.telemetry.on_commit(lease.host_key, completion, committed)
+        self._parts.telemetry.on_commit(lease.host_key, completion, outcome)
         tally = self.tally
-        if committed:
-            self.host_rules.after_commit(lease, completion)  # its URL family's window
+        committed = outcome is not None
+        if outcome is not None:  # its URL family's window
+            self.host_rules.after_commit(lease, completion, outcome.admitted)
         if committed and completion.fetch:
             # A retried attempt used bandwidth, but the store keeps no fetch row for it (its
             # response is in the WARC only): not a page done, as max_pages counts fetch rows.

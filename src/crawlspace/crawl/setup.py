@@ -23,6 +23,7 @@ from crawlspace.discovery.scope import Scope
 from crawlspace.errors import OutputDirError
 from crawlspace.fetch.settings import FetchSettings
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
+from crawlspace.frontier.plans import CompletionPolicy
 from crawlspace.limits import AddressPolicy
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite.readonly import read_meta
@@ -57,17 +58,23 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         config.max_pages_per_host,
         # An expired lease may hide a request that just ended: its host keeps the minimum gap.
         lost_lease_gap=config.min_delay,
-        budgets=keyed_budgets(config.max_urls_per_template),
-        max_pages_per_host_per_day=config.max_pages_per_host_per_day,
         revisit_share=config.revisit_share,
         inlink_weight=config.inlink_weight if config.priority_policy == "score" else 0,
         inlink_cap=config.inlink_cap,
-        discovery_window=config.discovery_window,
-        discovery_trap_ratio=config.discovery_trap_ratio,
-        trap_priority_penalty=config.trap_priority_penalty,
         front=config.front_queues(),
         aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
+    )
+
+
+def completion_policy(config: CrawlConfig) -> CompletionPolicy:
+    """What a page's completion decides (frontier/plans.py), the same on every engine."""
+    return CompletionPolicy(
+        budgets=keyed_budgets(config.max_urls_per_template),
+        max_pages_per_host_per_day=config.max_pages_per_host_per_day,
+        discovery_window=config.discovery_window,
+        discovery_trap_ratio=config.discovery_trap_ratio,
+        trap_priority_penalty=config.trap_priority_penalty,
     )
 
 

@@ -20,6 +20,7 @@ from crawlspace.frontier.revisit import DAY
 
 __all__ = [
     "DAY",
+    "WINDOW_NOTE",
     "DiscoveryWindow",
     "ExcludeRule",
     "KeyedBudget",
@@ -27,6 +28,8 @@ __all__ = [
     "advance_window",
     "compile_excludes",
     "day_budget",
+    "decode_window",
+    "encode_window",
     "keyed_budgets",
     "max_segment_repeats",
     "trap_reason",
@@ -181,6 +184,30 @@ class DiscoveryWindow:
     new_urls: int = 0  # URLs first admitted from them
     last_ratio: float | None = None  # the previous complete window's ratio
     flagged: bool = False
+
+
+# The host note that keeps a host's discovery window (crawl/host_rules.py reads it with the
+# host's other notes; the engines write it with the page's completion).
+WINDOW_NOTE = "discovery"
+
+
+def encode_window(state: DiscoveryWindow) -> str:
+    """The window as its host note: "PAGES NEW_URLS LAST_RATIO FLAGGED" ("-": no ratio yet)."""
+    ratio = "-" if state.last_ratio is None else repr(state.last_ratio)
+    return f"{state.pages} {state.new_urls} {ratio} {int(state.flagged)}"
+
+
+def decode_window(text: str | None) -> DiscoveryWindow:
+    """A host's window from its note; a missing or unreadable note is an empty window."""
+    if not text:
+        return DiscoveryWindow()
+    try:
+        pages, new, ratio, flagged = text.split()
+        return DiscoveryWindow(
+            int(pages), int(new), None if ratio == "-" else float(ratio), flagged == "1"
+        )
+    except ValueError:
+        return DiscoveryWindow()
 
 
 def advance_window(

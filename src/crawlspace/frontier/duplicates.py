@@ -16,47 +16,16 @@ URL ids on a shared frontier).
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
-from crawlspace.records import FetchRecord, UrlCandidate
+from crawlspace.plans import ContentIndex, ContentVerdict
+from crawlspace.records import FetchRecord
 
-__all__ = [
-    "DUP_PRIORITY_SCALE",
-    "ContentIndex",
-    "ContentVerdict",
-    "classify",
-    "demote_links",
-    "duplicate_penalty",
-]
+__all__ = ["DUP_PRIORITY_SCALE", "classify", "duplicate_penalty"]
 
 # Two link depths (frontier/priority.py weighs a depth as 10; lower is leased first).
 DUP_PRIORITY_SCALE: Final = 20
-
-
-class ContentIndex(Protocol):
-    def claim_text(self, text_sha256: str, owner: int) -> int | None:
-        """The owner of the first page of another URL with this text, else None (and this
-        page's claim is recorded)."""
-        ...
-
-    def near(self, simhash: int, owner: int) -> int | None:
-        """The cluster of the nearest stored fingerprint within k bits of another URL, else
-        None; stores this fingerprint under that cluster, or as a cluster of its own."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class ContentVerdict:
-    exact_of: int | None = None
-    near_of: int | None = None
-
-    @property
-    def duplicate(self) -> bool:
-        return self.exact_of is not None or self.near_of is not None
 
 
 def classify(
@@ -74,15 +43,3 @@ def duplicate_penalty(duplicates: int, fetched: int) -> int:
     """Priority points added to a host's new links when ``duplicates`` of its ``fetched`` pages
     (this one included) were duplicates."""
     return math.ceil(DUP_PRIORITY_SCALE * duplicates / max(fetched, 1)) if duplicates else 0
-
-
-def demote_links(
-    discovered: Sequence[UrlCandidate], host_key: str, penalty: int
-) -> list[UrlCandidate]:
-    """The page's links, those on its own host ``penalty`` points later."""
-    if not penalty:
-        return list(discovered)
-    return [
-        dataclasses.replace(c, priority=c.priority + penalty) if c.host_key == host_key else c
-        for c in discovered
-    ]

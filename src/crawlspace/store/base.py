@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawlspace.bands import FrontQueues
-from crawlspace.frontier.budgets import KeyedBudget
 from crawlspace.frontier.priority import PriorityRules
 from crawlspace.limits import AddressPolicy
+from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 
 
@@ -27,21 +27,13 @@ class FrontierLimits:
     # A lease that expired (or was orphaned by a crash) may have ended in a request we never saw
     # finish: its host waits at least this long from the moment the lease is taken back.
     lost_lease_gap: float = 0.0
-    # Budgets counted per host as a completion's discovered links are admitted
-    # (frontier/budgets.py; URLs per URL template), and pages fetched per host per UTC day (at
-    # the cap the host waits for the next day, counted once as rejected.budget_host_day).
-    budgets: tuple[KeyedBudget, ...] = ()
-    max_pages_per_host_per_day: int | None = None
     # Recrawl: when a host has both due revisits and new URLs queued, about this share of its
     # leases go to revisits (the rest to new URLs), so neither starves the other.
     revisit_share: float = 0.5
     # In-link points (frontier/priority.py: weight per further linking page, up to cap pages;
-    # 0 turns them off) and the discovery-ratio window (frontier/budgets.py), as in CrawlConfig.
+    # 0 turns them off), as in CrawlConfig.
     inlink_weight: int = 1
     inlink_cap: int = 10
-    discovery_window: int = 20
-    discovery_trap_ratio: float = 1.0
-    trap_priority_penalty: int = 100
     # AOPIC's Lambda tax (frontier/aopic.py) when the priority policy is "aopic", else None.
     aopic_tax: float | None = None
     # Cross-host order: the front band of each host's best URL, with aging (bands.py).
@@ -69,7 +61,8 @@ class Frontier(Protocol):
 
     Invariants (checked by tests/conformance): a lease takes the host's token; no host ever has more
     than ``max_in_flight_per_host`` leases; no lease is granted before the host's next-allowed time;
-    a completion or release that does not match the current lease changes nothing and returns False.
+    a completion or release that does not match the current lease changes nothing (a completion
+    returns None, a release False).
     """
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
@@ -83,8 +76,9 @@ class Frontier(Protocol):
         """
         ...
 
-    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
-        """Finish a page lease. Idempotent: a stale/duplicate completion returns False."""
+    def complete(self, lease: Lease, completion: Completion, now: float) -> Outcome | None:
+        """Finish a page lease, applying the completion's plan (plans.py): what the engine
+        did, or None for a stale or duplicate completion, which changes nothing."""
         ...
 
     def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
@@ -196,7 +190,9 @@ class Store(Frontier, CrawlRecordsView, Protocol):
     """A durable frontier plus the crawl's records (fetches, links, robots, counters): what the
     crawl loop (crawl/) is given, on the embedded engine or on a shared frontier."""
 
-    def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
+    def complete_many(
+        self, items: Sequence[tuple[Lease, Completion]], now: float
+    ) -> list[Outcome | None]:
         """Group commit: several completions in one go; each result as ``complete``'s."""
         ...
 

@@ -15,21 +15,18 @@ a crash between the shared write and the local commit loses the local rows of th
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from crawlspace.frontier.duplicates import (
-    ContentVerdict,
-    classify,
-    demote_links,
-    duplicate_penalty,
-)
-from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord, UrlCandidate
+from crawlspace.plans import NO_PLAN, ContentVerdict, Judgement, Outcome
+from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import RedisFrontier
 from crawlspace.store.sqlite import dedup as sqlite_dedup
+from crawlspace.store.sqlite.dedup import sink_links
 from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate
 
 # How long an idle worker waits at least before polling again while other workers hold leases.
@@ -40,9 +37,17 @@ class _Stale(Exception):
     """The shared frontier refused the completion: roll the local rows back."""
 
 
-def _shared_counts(completion: Completion, verdict: ContentVerdict | None) -> dict[str, int]:
+def _merged(given: Mapping[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    """Refusal counts of the crawl (``given``) and of the engine (``more``) together."""
+    out = dict(given)
+    for name, n in more.items():
+        out[name] = out.get(name, 0) + n
+    return out
+
+
+def _shared_counts(rejections: Mapping[str, int], verdict: ContentVerdict | None) -> dict[str, int]:
     """What a committed completion adds to the crawl-wide counters (``stats --frontier``)."""
-    counts = {f"rejected.{name}": n for name, n in completion.rejections.items()}
+    counts = {f"rejected.{name}": n for name, n in rejections.items()}
     if verdict is not None and verdict.exact_of is not None:
         counts["dedup.exact_duplicates"] = 1
     elif verdict is not None and verdict.near_of is not None:
@@ -152,12 +157,16 @@ class SharedStore(RecordsDelegate):
 
     # -- completions: shared write first, local rows committed only if it succeeded -------------
 
-    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+    def complete(self, lease: Lease, completion: Completion, now: float) -> Outcome | None:
         requeue = completion.state == "queued"
         fetch = None if requeue else completion.fetch
-        verdict = None
+        judgement = None
         if fetch is not None and completion.state != "not_modified" and self.content is not None:
-            verdict = self._judge(lease, fetch, completion)
+            judgement = self._judge(lease, completion)
+            if judgement.sink:
+                links = sink_links(completion.discovered, lease.host_key, judgement.sink)
+                completion = dataclasses.replace(completion, discovered=list(links))
+        verdict = None if judgement is None else judgement.verdict
         try:
             with self.records.transaction() as db:
                 if fetch is not None:
@@ -166,29 +175,31 @@ class SharedStore(RecordsDelegate):
                         sqlite_dedup.store_verdict(db, self._fetch_id(db, lease), fetch, verdict)
                 if not requeue:
                     self.records.emit_event(db, lease, completion, now)
-                if not self.frontier.complete(lease, completion, now):
+                duplicate = verdict is not None and verdict.duplicate
+                outcome = self.frontier.complete(lease, completion, now, duplicate=duplicate)
+                if outcome is None:
                     raise _Stale
                 if completion.notes:  # a local copy, for stats and export of this worker
                     host_id = self.records.host_id(db, lease.host_key)
                     self.records.write_notes(db, host_id, completion.notes)
-                self.records.count(db, completion.rejections)
-                self.frontier.count(_shared_counts(completion, verdict))  # crawl-wide
+                rejections = _merged(completion.rejections, outcome.rejections)
+                self.records.count(db, rejections)
+                self.frontier.count(_shared_counts(rejections, verdict))  # crawl-wide
         except _Stale:
-            return False
-        return True
+            return None
+        return outcome
 
-    def _judge(self, lease: Lease, fetch: FetchRecord, completion: Completion) -> ContentVerdict:
-        """Exact and near duplicates across every worker (frontier/duplicates.py over
-        store/redis/content.py; owners are URL ids), and the host's duplicate penalty on the
-        page's own-host links before they are added."""
+    def _judge(self, lease: Lease, completion: Completion) -> Judgement:
+        """Exact and near duplicates across every worker, by the completion's plan over
+        store/redis/content.py (owners are URL ids), and how far the page's own-host links
+        sink before they are added."""
         assert self.content is not None
-        verdict = classify(self.content, fetch, lease.url_id, first_visit=lease.version == 1)
-        completion.duplicate = verdict.duplicate
-        if completion.discovered:
-            dups, fetched = self.frontier.host_counts(lease.host_key)
-            penalty = duplicate_penalty(dups + int(verdict.duplicate), fetched + 1)
-            completion.discovered = demote_links(completion.discovered, lease.host_key, penalty)
-        return verdict
+        plan = completion.plan or NO_PLAN
+        # The host's counts only matter to the links' sink: no round trip without links.
+        dups, fetched = (
+            self.frontier.host_counts(lease.host_key) if completion.discovered else (0, 0)
+        )
+        return plan.judge(self.content, lease.url_id, dups, fetched)
 
     @staticmethod
     def _fetch_id(db: sqlite3.Connection, lease: Lease) -> int:
@@ -202,7 +213,9 @@ class SharedStore(RecordsDelegate):
         self.records.count_rejections(rejections)  # this worker's own stats
         self.frontier.count_rejections(rejections)  # and the crawl's
 
-    def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
+    def complete_many(
+        self, items: Sequence[tuple[Lease, Completion]], now: float
+    ) -> list[Outcome | None]:
         # Each completion is its own conditional write on the shared frontier.
         return [self.complete(lease, completion, now) for lease, completion in items]
 

@@ -15,6 +15,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from crawlspace.plans import Outcome
 from crawlspace.records import Completion
 
 # Per-host labels would give an unbounded number of series on a large crawl; a fixed number of
@@ -107,7 +108,9 @@ class CrawlMetrics:
         self._server: WSGIServer | None = None
         self._thread: Thread | None = None
 
-    def observe_completion(self, host_key: str, completion: Completion) -> None:
+    def observe_completion(
+        self, host_key: str, completion: Completion, outcome: Outcome | None = None
+    ) -> None:
         self.completions.labels(completion.state).inc()
         fetch = completion.fetch
         if fetch is not None:
@@ -118,9 +121,11 @@ class CrawlMetrics:
             self.retries.labels(completion.reason or "unknown").inc()
         elif completion.state == "failed":
             self.failures.labels(completion.reason or "unknown").inc()
-        for reason, count in completion.rejections.items():
-            if count:
-                self.rejections.labels(reason).inc(count)
+        engine = outcome.rejections if outcome is not None else {}
+        for rejections in (completion.rejections, engine):
+            for reason, count in rejections.items():
+                if count:
+                    self.rejections.labels(reason).inc(count)
 
     def serve(self, port: int) -> int:
         """Start the HTTP endpoint on loopback; returns the bound port (``port=0`` picks one)."""

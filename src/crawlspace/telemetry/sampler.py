@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rbloom import Bloom
 
 from crawlspace.errors import ConfigError
+from crawlspace.plans import Outcome
 from crawlspace.records import Completion
 from crawlspace.store.sqlite.readonly import read_only_uri
 
@@ -57,8 +58,9 @@ class Telemetry:
 
     # -- hooks -----------------------------------------------------------------------------
 
-    def on_commit(self, host_key: str, completion: Completion, committed: bool) -> None:
-        if not committed:
+    def on_commit(self, host_key: str, completion: Completion, outcome: Outcome | None) -> None:
+        """``outcome``: what the store did with the completion (None: refused as stale)."""
+        if outcome is None:
             return  # a stale lease: the store refused it, nothing changed
         self._start()
         fetch = completion.fetch
@@ -70,7 +72,7 @@ class Telemetry:
         if _is_error(completion):
             self.errors += 1
         if self.metrics is not None:
-            self.metrics.observe_completion(host_key, completion)
+            self.metrics.observe_completion(host_key, completion, outcome)
 
     def on_expired(self, count: int) -> int:
         if count and self.metrics is not None:

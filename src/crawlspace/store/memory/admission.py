@@ -1,6 +1,7 @@
 """The memory engine's admission: the URL-seen test and enqueue-if-new, with the per-host cap and
-the keyed budgets (frontier/budgets.py). A mixin of ``MemoryFrontier`` (frontier.py), which owns
-the state it reads and the queues it feeds (``_enqueue``, ``_reschedule``).
+the keyed budgets a completion's plan counts its links under (plans.py). A mixin of
+``MemoryFrontier`` (frontier.py), which owns the state it reads and the queues it feeds
+(``_enqueue``, ``_reschedule``).
 """
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crawlspace.frontier.aopic import SEED_CASH
-from crawlspace.frontier.budgets import KeyedBudget
 from crawlspace.lifecycle import UrlState
+from crawlspace.plans import NO_PLAN, CompletionPlan
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.links import Admitted, LinkPolicy
@@ -36,18 +37,18 @@ class MemoryAdmission:
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
         admitted = Admitted()
-        result = self._admit(self._links.priced(candidates, SEED_CASH), (), admitted)
+        result = self._admit(self._links.priced(candidates, SEED_CASH), NO_PLAN, admitted)
         self._links.endow(admitted)  # AOPIC: seeds and sitemaps start with the seed cash
         return result
 
     def _admit(
         self,
         candidates: Sequence[UrlCandidate],
-        budgets: Sequence[KeyedBudget],
+        plan: CompletionPlan,
         admitted: Admitted,
     ) -> AddResult:
-        """Enqueue-if-new, with the per-host cap and the keyed budgets (frontier/budgets.py);
-        ``admitted`` records what happened to each URL, for the link policy (links.py)."""
+        """Enqueue-if-new, with the per-host cap and the plan's keyed budgets; ``admitted``
+        records what happened to each URL, for the link policy (links.py)."""
         added = seen = 0
         rejected: dict[str, int] = {}
         cap = self._limits.max_pages_per_host
@@ -64,11 +65,11 @@ class MemoryAdmission:
             host = self._hosts.get(cand.host_key)
             if host is None:
                 host = self._hosts[cand.host_key] = MemHost(cand.host_key)
-            keys = [budget.key_of(cand.url) for budget in budgets]
+            keys = plan.budget_keys(cand.url) if plan.caps else ()
             reason = _BUDGET_HOST if cap is not None and host.admitted >= cap else None
-            for budget, key in zip(budgets, keys, strict=True):
-                if reason is None and host.budget_counts.get(key, 0) >= budget.cap:
-                    reason = budget.reason
+            for (name, budget_cap), key in zip(plan.caps, keys, strict=True):
+                if reason is None and host.budget_counts.get(key, 0) >= budget_cap:
+                    reason = name
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 admitted.over_host_budget += reason == _BUDGET_HOST

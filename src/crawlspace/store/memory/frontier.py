@@ -18,9 +18,9 @@ import heapq
 import itertools
 from collections.abc import Callable, Sequence
 
-from crawlspace.frontier.budgets import day_budget
 from crawlspace.lifecycle import ROBOTS_EXCLUSIONS, UrlState, check_transition
 from crawlspace.limits import token_retry_at
+from crawlspace.plans import NO_PLAN, CompletionPlan, DayCount, Outcome
 from crawlspace.records import (
     Completion,
     Lease,
@@ -192,10 +192,10 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
             # a retry of the same visit keeps it (fetch records are unique per url and version).
             active.url.lease_id = None
 
-    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+    def complete(self, lease: Lease, completion: Completion, now: float) -> Outcome | None:
         active = self._current(lease, LeaseKind.PAGE)
         if active is None:
-            return False
+            return None
         url = active.url
         assert url is not None
         check_transition(url.state, completion.state)  # before any change, so a bad call is inert
@@ -207,34 +207,57 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
         if completion.last_modified is not None:
             url.last_modified = completion.last_modified
         retry = url.state is UrlState.QUEUED
+        plan = completion.plan or NO_PLAN
+        rejections: dict[str, int] = {}
         if url.state is UrlState.EXCLUDED and url.reason in ROBOTS_EXCLUSIONS:
             active.host.robots_excluded.add(url.url_id)  # its next robots.txt re-evaluates it
         if retry:
             self._enqueue(active.host, url)  # a retry keeps its attempt count
         else:
-            if completion.fetch is not None:
-                self._count_day(active.host, now, completion.rejections)
+            if plan.day is not None:
+                self._count_day(active.host, plan.day, rejections)
             if completion.revisit is not None:
                 self._due.schedule(url, completion.revisit)
         self._move_clock(active.host, completion.next_allowed_at)
         self._reschedule(active.host)
         if completion.notes:
             self.notes.setdefault(lease.host_key, {}).update(completion.notes)
-        # A finished visit's links carry its cash and count as in-links (links.py); a retry's
-        # are only admitted.
+        admitted = self._take_links(active.host, url, completion, plan, rejections, retry=retry)
+        self._exclude(completion.excluded, lease.depth + 1)
+        return Outcome(rejections, [u.url for u in admitted.new if u.host_key == lease.host_key])
+
+    def _take_links(
+        self,
+        host: MemHost,
+        url: MemUrl,
+        completion: Completion,
+        plan: CompletionPlan,
+        rejections: dict[str, int],
+        *,
+        retry: bool,
+    ) -> Admitted:
+        """Admit the page's links under its plan's budgets and apply what they led to (the
+        plan's notes and sink); a finished visit's links also carry its cash and count as
+        in-links (links.py), a retry's are only admitted."""
         cash = (0.0, 0.0) if retry else self._links.take_cash(url, len(completion.discovered))
         links = completion.discovered
         admitted = Admitted()
         if links:
             if not retry:
                 links = self._links.priced(links, cash[0])
-            result = self._admit(links, self._limits.budgets, admitted)
+            result = self._admit(links, plan, admitted)
             for reason, n in result.rejected.items():
-                completion.rejections[reason] = completion.rejections.get(reason, 0) + n
+                rejections[reason] = rejections.get(reason, 0) + n
+        effects = plan.after_links(len(admitted.new) + admitted.over_host_budget)
+        if effects.notes:
+            self.notes.setdefault(host.key, {}).update(effects.notes)
+        if effects.sink:
+            for new in admitted.new:
+                if new.host_key == host.key:
+                    self._reprioritize(new, new.priority + effects.sink)
         if not retry:
-            self._links.after_page(active.host, completion, admitted, cash, len(self._by_id) - 1)
-        self._exclude(completion.excluded, lease.depth + 1)
-        return True
+            self._links.after_page(admitted, cash, len(self._by_id) - 1)
+        return admitted
 
     def promote_due(self, now: float, limit: int = 1000) -> int:
         """Recrawl: queue up to ``limit`` due URLs again, earliest first, each as a new visit
@@ -249,18 +272,14 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
     def next_due_at(self) -> float | None:
         return self._due.next_at()
 
-    def _count_day(self, host: MemHost, now: float, rejections: dict[str, int]) -> None:
+    def _count_day(self, host: MemHost, day: DayCount, rejections: dict[str, int]) -> None:
         """The per-day page budget: at the cap the host waits for the next UTC day."""
-        cap = self._limits.max_pages_per_host_per_day
-        if not cap:
-            return
-        day, next_day = day_budget(now)
-        if host.day != day:
-            host.day, host.day_pages = day, 0
+        if host.day != day.day:
+            host.day, host.day_pages = day.day, 0
         host.day_pages += 1
-        if host.day_pages >= cap:
-            self._move_clock(host, next_day)
-        if host.day_pages == cap:
+        if host.day_pages >= day.cap:
+            self._move_clock(host, day.until)
+        if host.day_pages == day.cap:
             rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
 
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:

@@ -1,7 +1,7 @@
-"""What a fetched page's links do in the memory engine: in-link points, AOPIC's cash and the
-host's discovery window. The rules are the pure functions the SQLite and Redis engines apply
-next to their rows (frontier/priority.py inlink_priority, frontier/aopic.py,
-frontier/budgets.py advance_window); here they only meet the in-memory records.
+"""What a fetched page's links do in the memory engine: in-link points and AOPIC's cash. The
+rules are the pure functions the SQLite and Redis engines apply next to their rows
+(frontier/priority.py inlink_priority, frontier/aopic.py); here they only meet the in-memory
+records.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from crawlspace.frontier.aopic import (
     page_cash,
     split_cash,
 )
-from crawlspace.frontier.budgets import advance_window
 from crawlspace.frontier.priority import inlink_priority
 from crawlspace.lifecycle import UrlState
-from crawlspace.records import Completion, UrlCandidate
+from crawlspace.records import UrlCandidate
 from crawlspace.store.base import FrontierLimits
-from crawlspace.store.memory.records import MemHost, MemUrl
+from crawlspace.store.memory.records import MemUrl
 
 __all__ = ["Admitted", "LinkPolicy"]
 
@@ -81,18 +80,8 @@ class LinkPolicy:
         url.priority = NO_CASH_PRIORITY - (REVISIT_BAND if url.priority < 0 else 0)
         return split_cash(cash, outlinks, self._rules.aopic_tax)
 
-    def after_page(
-        self,
-        host: MemHost,
-        completion: Completion,
-        admitted: Admitted,
-        cash: tuple[float, float],
-        known_urls: int,
-    ) -> None:
-        """A finished visit's links: what it queued on its host (``completion.admitted``), the
-        host's discovery window, then in-links and cash."""
-        completion.admitted = [url.url for url in admitted.new if url.host_key == host.key]
-        self._window(host, completion, admitted)
+    def after_page(self, admitted: Admitted, cash: tuple[float, float], known_urls: int) -> None:
+        """A finished visit's links: in-links and cash."""
         share, to_lambda = cash
         for url in admitted.new:
             url.inlinks = 1
@@ -109,24 +98,3 @@ class LinkPolicy:
                 self._reprioritize(url, inlink_priority(url.priority, before, self._rules))
         if to_lambda > 0.0:
             self.lambda_total = lambda_per_page(self.lambda_total, to_lambda, known_urls)
-
-    def _window(self, host: MemHost, completion: Completion, admitted: Admitted) -> None:
-        """A fetched page advances its host's discovery window; a host flagged as a likely
-        trap sinks this page's new links on it."""
-        limits = self._limits
-        if completion.fetch is None or completion.state != "fetched":
-            return
-        if not limits.discovery_window:
-            return
-        found = len(admitted.new) + admitted.over_host_budget
-        host.window = advance_window(
-            host.window,
-            found,
-            window=limits.discovery_window,
-            min_ratio=limits.discovery_trap_ratio,
-        )
-        penalty = limits.trap_priority_penalty
-        if host.window.flagged and penalty:
-            for url in admitted.new:
-                if url.host_key == host.key:
-                    self._reprioritize(url, url.priority + penalty)

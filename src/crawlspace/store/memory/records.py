@@ -1,7 +1,7 @@
 """The memory engine's records: a URL, a host with its queue heaps, a granted lease.
 
 A host's queue heaps hold (priority, seq, url_id) entries deleted lazily: a URL re-prioritised
-while queued (in-links, AOPIC cash, a trap demotion: links.py) gets a new entry, and the old one
+while queued (in-links, AOPIC cash: links.py; a plan's sink) gets a new entry, and the old one
 is stale because its seq is no longer the URL's ``queue_seq``; ``clean`` drops stale heads.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from crawlspace.frontier.budgets import DiscoveryWindow
 from crawlspace.lifecycle import UrlState
 from crawlspace.records import Lease, LeaseKind, RobotsRecord
 
@@ -64,9 +63,8 @@ class MemHost:
     heap_seq: int = -1  # seq of this host's live ready-heap entry; -1 when it has none
     heap_band: int = 0  # the front band whose heap holds that entry
     budget_counts: dict[str, int] = field(default_factory=dict)  # keyed budgets' counters
-    day: int = -1  # the UTC day of day_pages (frontier/budgets.py day_budget)
+    day: int = -1  # the UTC day of day_pages (a plan's DayCount, plans.py)
     day_pages: int = 0
-    window: DiscoveryWindow = field(default_factory=DiscoveryWindow)  # the discovery ratio
 
     def push(self, url: MemUrl, seq: int) -> None:
         """Queue ``url`` at its priority, in the revisit band if below 0."""

@@ -1,6 +1,7 @@
 """Admission on the shared frontier: enqueue-if-new with its budgets and in-links
 (lua/add.lua), and the links refused at admission remembered with their reasons
-(lua/exclude.lua). The policy's key functions run here; the scripts only count and compare."""
+(lua/exclude.lua). A completion's plan gives each link's budget keys; the scripts only count
+and compare."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from crawlspace.frontier.aopic import cash_priority
-from crawlspace.frontier.budgets import KeyedBudget
+from crawlspace.plans import CompletionPlan
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import AddResult
 from crawlspace.store.redis.codec import ADD_CHUNK, num
@@ -24,18 +25,18 @@ def admit(
     frontier: RedisFrontier,
     candidates: Sequence[UrlCandidate],
     now: float,
-    budgets: Sequence[KeyedBudget],
+    plan: CompletionPlan,
     *,
     page_host: str | None = None,
     cash: tuple[float, float] | None = None,
 ) -> tuple[AddResult, list[str], list[str]]:
-    """Enqueue-if-new with the per-host cap and the keyed budgets, whose keys are computed
-    here by the policy's key functions; the script only counts and compares. A fetched
+    """Enqueue-if-new with the per-host cap and the plan's keyed budgets (each candidate's keys
+    are the plan's; the script only counts and compares). A fetched
     page's links (``page_host`` given) are its in-links too. Under AOPIC ``cash`` is
     (Lambda's per-page total, each candidate's cash), and a new URL's priority is what that
     cash buys. Returns the result, and the ids and URLs admitted on ``page_host``."""
     by_bucket: dict[int, list[object]] = {}
-    key_fns = [budget.key_of for budget in budgets]
+    caps = plan.caps
     priority = None if cash is None else cash_priority(cash[1])
     for cand in candidates:
         fields = by_bucket.setdefault(frontier.bucket(cand.host_key), [])
@@ -48,8 +49,8 @@ def admit(
             cand.source,
             cand.changefreq or "",
         )
-        if key_fns:
-            fields += [key_of(cand.url) for key_of in key_fns]
+        if caps:
+            fields += plan.budget_keys(cand.url)
     seeds = [cand.url for cand in candidates if cand.source == "seed"]
     if seeds:  # the scope of every worker starts from the seeds (discovery/scope.py)
         frontier.client.sadd(f"{frontier.namespace}:seeds", *seeds)
@@ -60,9 +61,9 @@ def admit(
         weight = inlink_cap = 0
     aopic = ("", "") if cash is None else (repr(cash[0]), repr(cash[1]))
     links = (weight, inlink_cap, page_host or "", *aopic)
-    budget_args = [arg for budget in budgets for arg in (budget.reason, budget.cap)]
+    budget_args = [arg for reason_cap in caps for arg in reason_cap]
     calls: list[tuple[int, Sequence[object]]] = []
-    width = 7 + len(budgets)
+    width = 7 + len(caps)
     for bucket, fields in by_bucket.items():
         step = width * ADD_CHUNK
         for i in range(0, len(fields), step):
@@ -74,7 +75,7 @@ def admit(
                         bucket,
                         frontier.buckets,
                         *links,
-                        len(budgets),
+                        len(caps),
                         *budget_args,
                         *fields[i : i + step],
                     ),
@@ -84,7 +85,7 @@ def admit(
     added = seen = 0
     rejected: dict[str, int] = {}
     focus: list[str] = []
-    reasons = ["budget_host", *(budget.reason for budget in budgets)]
+    reasons = ["budget_host", *(reason for reason, _ in caps)]
     for reply in frontier.index.apply_replies((b for b, _ in calls), replies):
         added, seen = added + int(reply[0]), seen + int(reply[1])
         counts = reply[2 : 2 + len(reasons)]

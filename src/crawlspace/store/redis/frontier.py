@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 from crawlspace.bands import REVISIT_BAND
 from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.lifecycle import IllegalTransition
+from crawlspace.plans import NO_PLAN, Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis import leasing
@@ -97,9 +98,11 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
         if self.limits.aopic_tax is None:
-            return admit(self, candidates, now, ())[0]
+            return admit(self, candidates, now, NO_PLAN)[0]
         # AOPIC: seeds and sitemaps start with the seed cash (frontier/aopic.py).
-        result = admit(self, candidates, now, (), cash=(self.cash.lambda_total(), SEED_CASH))[0]
+        result = admit(self, candidates, now, NO_PLAN, cash=(self.cash.lambda_total(), SEED_CASH))[
+            0
+        ]
         self.cash.pay(result.added, 0.0)
         return result
 
@@ -120,10 +123,16 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
     def _url_id(self, url_id: int) -> str:
         return f"{url_id:016d}"
 
-    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+    def complete(
+        self, lease: Lease, completion: Completion, now: float, *, duplicate: bool = False
+    ) -> Outcome | None:
+        """``duplicate``: the page's content verdict (store/shared.py judges it first)."""
         if lease.kind is not LeaseKind.PAGE:
-            return False
+            return None
+        plan = completion.plan or NO_PLAN
+        rejections: dict[str, int] = {}
         found: list[str] = []
+        admitted: list[str] = []
         found_new = 0
         tax = self.limits.aopic_tax
         cash = None
@@ -132,25 +141,29 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         if completion.discovered:
             # Other buckets, so not atomic with the completion: add first (see module docstring).
             page = lease.host_key if completion.state != "queued" else None
-            result, found, completion.admitted = admit(
+            result, found, admitted = admit(
                 self,
                 completion.discovered,
                 now,
-                self.limits.budgets,
+                plan,
                 page_host=page,
                 cash=None if cash is None else (cash.lambda_total, cash.share),
             )
             found_new = result.added + result.rejected.get("budget_host", 0)
-            for name, n in result.rejected.items():
-                completion.rejections[name] = completion.rejections.get(name, 0) + n
+            rejections.update(result.rejected)
             if self.barrier.replicas > 0:
                 self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
         if completion.excluded:
             # Records of refusals only: a failover that loses one costs a repeated refusal.
             exclude(self, completion.excluded, lease.depth + 1, now)
+        effects = plan.after_links(found_new)
         # The host's pending notes go with its completion's, which are newer (notes.py); the
         # script writes them if the lease is still current, before the host's token goes back.
-        notes = {**self.pending_notes.take(self._notes_key(lease.host_key)), **completion.notes}
+        notes = {
+            **self.pending_notes.take(self._notes_key(lease.host_key)),
+            **completion.notes,
+            **effects.notes,
+        }
         nxt = completion.next_allowed_at
         retried: list[bool] = []
         reply = self._run_indexed(
@@ -172,14 +185,13 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
             "" if completion.host_backoff is None else completion.host_backoff,
             "" if completion.host_failures is None else completion.host_failures,
             *plan_args(
-                self,
-                lease,
                 completion,
-                now,
-                found=found_new,
-                same_host=found,
+                plan.day if completion.state != "queued" else None,
+                duplicate=duplicate,
                 cash=cash,
                 notes=notes,
+                effects=effects,
+                same_host=found,
             ),
             retried=retried,
         )
@@ -187,13 +199,14 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         if done == 1 and cash is not None:
             self.cash.pay(found_new, cash.to_lambda)
         if done == 1 and int(reply[1]):
-            rejections = completion.rejections
             rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
         if done < 0:
             raise IllegalTransition("leased", completion.state)
         # 2: this lease was completed already. After a lost reply that was this very call, so
         # the completion holds (the worker keeps its local rows); a second call is refused.
-        return done == 1 or (done == 2 and bool(retried))
+        if done == 1 or (done == 2 and bool(retried)):
+            return Outcome(rejections, admitted, duplicate)
+        return None
 
     def _replicate(self, host_key: str, link_hosts: set[str]) -> None:
         """WAIT on the links' other shards; a shortfall is counted, never fatal (wait.py)."""

@@ -1,21 +1,25 @@
 """A page lease's completion on the embedded store, in the caller's transaction.
 
 What to write was decided above the store (the completion carries the URL's end state, its
-revisit plan, the host's next start, the admitted links); this module applies it to the rows in
-one fixed order: the URL and its host, the content's duplicate verdict, the per-day and template
-budgets, the links (admitted under the host budgets, counted in the discovery window), the
-in-link and AOPIC points, the excluded links and the counters.
+revisit plan, the host's next start, the links, and its plan: plans.py); this module applies it
+to the rows in one fixed order: the URL and its host, the content's claims and verdict, the
+per-day and keyed budgets, the links (admitted under the per-host budget, then what the plan
+says they lead to), the in-link and AOPIC points, the excluded links and the counters.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from crawlspace.lifecycle import check_transition
-from crawlspace.records import Completion, Lease
+from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
+from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import traps as sqlite_traps
+from crawlspace.store.sqlite.dedup import sink_links
 
 if TYPE_CHECKING:
     from crawlspace.store.sqlite.store import SqliteStore
@@ -29,13 +33,15 @@ _FINISH_URL = (
 
 def complete_page(
     store: SqliteStore, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
-) -> bool:
-    """Apply ``completion`` if ``lease`` is still the URL's current lease; False if stale."""
+) -> Outcome | None:
+    """Apply ``completion`` and its plan if ``lease`` is still the URL's current lease; None if
+    stale."""
     host_id = store.current_page_lease(db, lease)
     if host_id is None:
-        return False
+        return None
     check_transition("leased", completion.state)
     requeue = completion.state == "queued"
+    plan = completion.plan or NO_PLAN
     # A retried attempt leaves its response in the WARC only: the fetch row, the links
     # and the event belong to the visit's one terminal completion.
     fetch = None if requeue else completion.fetch
@@ -47,23 +53,44 @@ def complete_page(
     finish_host(db, host_id, completion, fetched=fetch is not None)
     if completion.notes:
         store.records.write_notes(db, host_id, completion.notes)
+    links: Sequence[UrlCandidate] = completion.discovered
+    duplicate = False
     if fetch is not None and completion.state != "not_modified":
-        # Exact/near duplicate; may lower the host's link priorities. A 304 validated
-        # content already classified.
-        sqlite_dedup.record_content(db, lease, host_id, fetch, completion, index=store.near_index)
+        # The content's claims and verdict (a 304 validated content already judged); a
+        # duplicate's links on its host sink as far as the plan says.
+        judgement = sqlite_dedup.record_content(
+            db, lease, host_id, fetch, plan, index=store.near_index
+        )
+        links = sink_links(links, lease.host_key, judgement.sink)
+        duplicate = judgement.verdict.duplicate
     if completion.counters:
         sqlite_dedup.bump_counters(db, completion.counters)
-    if not requeue:  # per-day and template budgets
-        sqlite_traps.apply_budgets(
-            db, host_id, completion, now, limits=store.limits, host_ids=store.records.host_id
+    rejections: Counter[str] = Counter()
+    if plan.day is not None and not requeue:
+        sqlite_traps.count_day(db, host_id, plan.day, rejections)
+    excluded = completion.excluded
+    if links and plan.caps:
+        links, over = sqlite_traps.cap_keyed(db, links, plan, store.records.host_id)
+        excluded = [*excluded, *over]
+        rejections.update(reason for _, reason in over)
+    admitted: list[str] = []
+    if links or not requeue:
+        admitted = _take_links(
+            store,
+            db,
+            lease,
+            links,
+            plan=plan,
+            rejections=rejections,
+            host_id=host_id,
+            now=now,
+            requeue=requeue,
         )
-    if completion.discovered or not requeue:
-        _take_links(store, db, lease, completion, host_id=host_id, now=now)
-    if completion.excluded:
-        store.record_excluded(db, completion.excluded, lease.depth + 1, now)
-    if completion.rejections:
-        store.records.count(db, completion.rejections)
-    return True
+    if excluded:
+        store.record_excluded(db, excluded, lease.depth + 1, now)
+    store.records.count(db, completion.rejections)
+    store.records.count(db, rejections)
+    return Outcome(dict(rejections), admitted, duplicate)
 
 
 def finish_url(db: sqlite3.Connection, lease: Lease, completion: Completion, now: float) -> None:
@@ -113,14 +140,17 @@ def _take_links(
     store: SqliteStore,
     db: sqlite3.Connection,
     lease: Lease,
-    completion: Completion,
+    links: Sequence[UrlCandidate],
     *,
+    plan: CompletionPlan,
+    rejections: Counter[str],
     host_id: int,
     now: float,
-) -> None:
-    """Admit the discovered links, count them in the host's discovery window, and pass the
-    page's in-link points or AOPIC cash on to them (store/sqlite/priority.py)."""
-    requeue = completion.state == "queued"
+    requeue: bool,
+) -> list[str]:
+    """Admit the links, apply what they led to (the plan's notes and sink), and pass the page's
+    in-link points or AOPIC cash on to them (store/sqlite/priority.py). Returns the URLs of the
+    page's own host they queued."""
     ranking = store.ranking
     cash = 0.0 if requeue else ranking.take_cash(db, lease.url_id)
     admitted: list[str] = []
@@ -128,26 +158,21 @@ def _take_links(
     # A followed link is an in-link of its target: a row it creates starts with the count, so
     # only known targets are updated below.
     counted_at_insert = not requeue and not ranking.aopic
-    if completion.discovered:
-        result = store.add_in(
-            db, completion.discovered, now, admitted, inlinks=int(counted_at_insert)
-        )
+    if links:
+        result = store.add_in(db, links, now, admitted, inlinks=int(counted_at_insert))
         over_host_budget = result.rejected.get("budget_host", 0)
-        for reason, n in result.rejected.items():
-            completion.rejections[reason] = completion.rejections.get(reason, 0) + n
-    if admitted:
-        own = {c.url for c in completion.discovered if c.host_key == lease.host_key}
-        completion.admitted = [url for url in admitted if url in own]
-    if requeue:
-        return
-    sqlite_traps.account_discovery(
-        db,
-        lease,
-        host_id,
-        completion,
-        admitted=admitted,
-        over_host_budget=over_host_budget,
-        limits=store.limits,
-    )
-    created = set(admitted) if counted_at_insert else set()
-    ranking.pass_on(db, cash, [c.url for c in completion.discovered if c.url not in created])
+        rejections.update(result.rejected)
+    own = {c.url for c in links if c.host_key == lease.host_key}
+    same_host = [url for url in admitted if url in own]
+    effects = plan.after_links(len(admitted) + over_host_budget)
+    if effects.notes:
+        store.records.write_notes(db, host_id, dict(effects.notes))
+    if effects.sink and same_host:
+        db.executemany(
+            "UPDATE urls SET priority = priority + ? WHERE url = ? AND state = 'queued'",
+            [(effects.sink, url) for url in same_host],
+        )
+    if not requeue:
+        created = set(admitted) if counted_at_insert else set()
+        ranking.pass_on(db, cash, [c.url for c in links if c.url not in created])
+    return same_host

@@ -6,6 +6,7 @@ Every function runs inside the caller's transaction.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import threading
@@ -17,13 +18,8 @@ from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.dedup.simhash import SCHEME as SIMHASH_SCHEME
 from crawlspace.dedup.simhash import to_signed, to_unsigned
-from crawlspace.frontier.duplicates import (
-    ContentVerdict,
-    classify,
-    demote_links,
-    duplicate_penalty,
-)
-from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
+from crawlspace.plans import CompletionPlan, ContentVerdict, Judgement
+from crawlspace.records import FetchRecord, Lease, UrlCandidate
 from crawlspace.store.sqlite.readonly import read_only_uri
 
 __all__ = [
@@ -33,6 +29,7 @@ __all__ = [
     "rebuild_near_index",
     "rebuild_seen",
     "record_content",
+    "sink_links",
     "store_verdict",
 ]
 
@@ -223,7 +220,7 @@ def rebuild_near_index(db: sqlite3.Connection, index: NearDuplicateIndex) -> int
 
 
 class _FetchContent:
-    """``frontier/duplicates.py``'s ContentIndex over this store: a page's text claim is its
+    """plans.py's ContentIndex over this store: a page's text claim is its
     fetch row (the earliest fetch with the text wins), near duplicates the in-memory index."""
 
     def __init__(
@@ -277,22 +274,28 @@ def record_content(
     lease: Lease,
     host_id: int,
     fetch: FetchRecord,
-    completion: Completion,
+    plan: CompletionPlan,
     *,
     index: NearDuplicateIndex | None,
-) -> None:
-    """Classify the fetch just inserted (frontier/duplicates.py) and write the verdict:
-    ``dup_of`` is the first earlier fetch of another URL with the same text, ``near_dup_of`` the
-    near-duplicate cluster id (the fetch id of its first page). The host's duplicate count
-    sets how far the page's links on its host sink."""
+) -> Judgement:
+    """Judge the fetch just inserted by its plan over this store's claims (``dup_of``: the first
+    earlier fetch of another URL with the same text; ``near_dup_of``: the near-duplicate
+    cluster id, the fetch id of its first page) and write the verdict. The host's fetched
+    count already includes this page (completion.py finish_host)."""
     fetch_id = int(
         db.execute(
             "SELECT id FROM fetches WHERE url_id = ? AND version = ?",
             (lease.url_id, lease.version),
         ).fetchone()[0]
     )
+    row = db.execute(
+        "SELECT h.fetched, COALESCE(d.duplicates, 0) FROM hosts h"
+        " LEFT JOIN host_dups d ON d.host_id = h.id WHERE h.id = ?",
+        (host_id,),
+    ).fetchone()
     content = _FetchContent(db, lease.url_id, index)
-    verdict = classify(content, fetch, fetch_id, first_visit=lease.version == 1)
+    judgement = plan.judge(content, fetch_id, int(row[1]), int(row[0]) - 1)
+    verdict = judgement.verdict
     store_verdict(db, fetch_id, fetch, verdict)
     if verdict.duplicate:
         db.execute(
@@ -300,14 +303,14 @@ def record_content(
             " ON CONFLICT (host_id) DO UPDATE SET duplicates = duplicates + 1",
             (host_id,),
         )
-    row = db.execute(
-        "SELECT d.duplicates, h.fetched FROM host_dups d JOIN hosts h ON h.id = d.host_id"
-        " WHERE d.host_id = ?",
-        (host_id,),
-    ).fetchone()
-    if row is not None and completion.discovered:
-        penalty = duplicate_penalty(int(row[0]), int(row[1]))
-        completion.discovered = demote_links(completion.discovered, lease.host_key, penalty)
+    return judgement
 
 
-# -- reporting -----------------------------------------------------------------------------------
+def sink_links(links: Sequence[UrlCandidate], host_key: str, points: int) -> Sequence[UrlCandidate]:
+    """``links``, those on ``host_key`` ``points`` later in their queue (a judgement's sink)."""
+    if not points:
+        return links
+    return [
+        dataclasses.replace(c, priority=c.priority + points) if c.host_key == host_key else c
+        for c in links
+    ]

@@ -7,7 +7,6 @@ only a power loss can roll back the last transactions (then at-least-once fetchi
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -18,6 +17,7 @@ from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
 from crawlspace.lifecycle import ROBOTS_EXCLUSIONS
+from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.addresses import AddressTokens, OwnedAddressTokens
@@ -30,12 +30,6 @@ from crawlspace.store.sqlite import priority as sqlite_priority
 from crawlspace.store.sqlite import revisit as sqlite_revisit
 from crawlspace.store.sqlite.completion import complete_page
 from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate
-
-
-def _own_copy(completion: Completion) -> Completion:
-    """A completion whose fields the store may change in place or replace."""
-    return dataclasses.replace(completion, rejections=dict(completion.rejections))
-
 
 # Matches the partial index urls_robots_excluded (schema.py), so the lookups use it.
 _ROBOTS_EXCLUDED = "state = 'excluded' AND reason IN ('robots', 'robots_unavailable')"
@@ -171,26 +165,16 @@ class SqliteStore(RecordsDelegate, OwnedAddressTokens):
             return None
         return int(row[0])
 
-    def complete(self, lease: Lease, completion: Completion, now: float) -> bool:
+    def complete(self, lease: Lease, completion: Completion, now: float) -> Outcome | None:
         return self.complete_many([(lease, completion)], now)[0]
 
-    def complete_many(self, items: Sequence[tuple[Lease, Completion]], now: float) -> list[bool]:
+    def complete_many(
+        self, items: Sequence[tuple[Lease, Completion]], now: float
+    ) -> list[Outcome | None]:
         """Group commit: several completions in one transaction, so one WAL commit (the cost
-        that dominates a completion) is shared. All or nothing, like a single completion.
-
-        The store adds to a completion what it decided (rejections by budget, links demoted
-        for duplicate content), for the caller's metrics. It works on copies and hands its
-        additions back only after COMMIT, so a batch that rolls back and is retried one by one
-        (crawl/commit.py) does not count them twice."""
-        work = [(lease, _own_copy(completion)) for lease, completion in items]
+        that dominates a completion) is shared. All or nothing, like a single completion."""
         with self._transaction() as db:
-            results = [
-                complete_page(self, db, lease, completion, now) for lease, completion in work
-            ]
-        for (_, given), (_, done) in zip(items, work, strict=True):
-            given.rejections, given.discovered = done.rejections, done.discovered
-            given.admitted = done.admitted
-        return results
+            return [complete_page(self, db, lease, completion, now) for lease, completion in items]
 
     def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
         """The lease back unused; its host's clock moves to ``not_before`` when later."""

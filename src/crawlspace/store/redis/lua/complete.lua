@@ -3,17 +3,17 @@
 -- matches nothing, writes nothing and appends nothing.
 -- ARGV: prefix, id, lease id, version, epoch, state, reason, next_allowed_at ('' none), etag,
 -- last_modified, max_in_flight, fetched (0/1), stream maxlen, now, host backoff level and
--- failure streak ('' for unchanged; frontier/backoff.py), then the per-day page budget: today's
--- number ('' off), its cap and when the next day starts (frontier/budgets.py day_budget), then
+-- failure streak ('' for unchanged; frontier/backoff.py), then the per-day page budget: the
+-- plan's day ('' off), its cap and when the host may start again at the cap (plans.py DayCount),
+-- then
 -- the revisit plan (frontier/revisit.py plan_revisit): interval, next fetch time ('' for none),
 -- changed (0/1) and content hash ('' keeps the stored one), and 1 when the page was judged a
--- duplicate (frontier/duplicates.py: its host's 'dups' count grows), then AOPIC's cash taken
+-- duplicate (the plan's judge: its host's 'dups' count grows), then AOPIC's cash taken
 -- from the page ('' unless AOPIC; store/redis/cash.py) and the Lambda total it was paid at,
--- then the number of host notes to write with the completion (crawl/host_rules.py) and their
--- names and texts, then the host's new discovery window ('' for unchanged: pages, new URLs, last
--- ratio, flagged;
--- frontier/budgets.py advance_window) and a penalty with the ids of this page's new links on its host that sink by
--- it (a host flagged as a likely trap). A planned URL joins the bucket's due set, from which
+-- then the number of host notes to write with the completion (crawl/host_rules.py, and what the
+-- plan's after_links returned: plans.py) and their names and texts, then the points the ids
+-- after it (this page's new URLs on its host) sink in their queue while still queued (0: none;
+-- the plan's LinkEffects.sink). A planned URL joins the bucket's due set, from which
 -- promote.lua queues it again.
 -- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget}}:
 -- status 1 done, 0 stale, 2 this very lease was completed already (the caller's retry after a
@@ -41,7 +41,7 @@ if notes > 0 then
   for i = 28, 27 + 2 * notes do fields[#fields + 1] = ARGV[i] end
   redis.call('HSET', P .. 'n:' .. host, unpack(fields))
 end
-local w = 28 + 2 * notes  -- where the discovery window's arguments begin
+local w = 28 + 2 * notes  -- where the sink and its URL ids begin
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
 redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '',
   'at', ARGV[14])
@@ -88,14 +88,12 @@ if ARGV[25] ~= '' and state ~= 'queued' then
     redis.call('HSET', u, 'lp', ARGV[26])
   end
 end
-if ARGV[w] ~= '' then
-  redis.call('HSET', hkey(host), 'wp', ARGV[w], 'wn', ARGV[w + 1], 'wr', ARGV[w + 2],
-    'wf', ARGV[w + 3])
-  local penalty = tonumber(ARGV[w + 4])
-  for i = w + 5, #ARGV do
+local sink = tonumber(ARGV[w])
+if sink ~= 0 then
+  for i = w + 1, #ARGV do
     local v = redis.call('HMGET', ukey(ARGV[i]), 'state', 'prio')
     if v[1] == 'queued' then
-      local prio = string.format('%d', tonumber(v[2]) + penalty)
+      local prio = string.format('%d', tonumber(v[2]) + sink)
       redis.call('HSET', ukey(ARGV[i]), 'prio', prio)
       redis.call('ZADD', qkey(host), prio, ARGV[i])
     end
