@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from crawlspace.frontier.budgets import WINDOW_NOTE, decode_window
+from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 
 __all__ = ["dedup_stats", "freshness_stats", "trap_stats"]
@@ -68,29 +70,46 @@ def trap_stats(db: sqlite3.Connection) -> dict[str, Any]:
     """The ``traps`` section of ``crawlspace stats`` (read-only; any crawl.db age)."""
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     out: dict[str, Any] = {}
-    if "host_discovery" in tables:
-        out["flagged_hosts"] = [
-            {"host": host, "discovery_ratio": ratio}
-            for host, ratio in db.execute(
+    flagged: dict[str, float | None] = {}
+    if "host_discovery" in tables:  # a crawl.db from before the window became a host note
+        flagged.update(
+            db.execute(
                 "SELECT h.host_key, d.last_ratio FROM host_discovery d"
-                " JOIN hosts h ON h.id = d.host_id WHERE d.flagged = 1 ORDER BY h.host_key"
-            )
-        ]
+                " JOIN hosts h ON h.id = d.host_id WHERE d.flagged = 1"
+            ).fetchall()
+        )
     if "host_notes" in tables:
+        # Hosts whose discovery window is flagged (frontier/budgets.py).
+        for host, text in _notes(db, WINDOW_NOTE):
+            window = decode_window(text)
+            if window.flagged:
+                flagged[host] = window.last_ratio
+            else:
+                flagged.pop(host, None)
         # URL families flagged by what they yield (frontier/trap_yield.py).
         out["flagged_families"] = [
             {"host": host, "family": family, "reason": reason}
-            for host, text in db.execute(
-                "SELECT h.host_key, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
-                " WHERE n.name = 'learned' ORDER BY h.host_key"
-            )
+            for host, text in _notes(db, LEARNED)
             for family, reason in sorted(Learned.decode(text).traps.items())
+        ]
+    if flagged or "host_discovery" in tables or "host_notes" in tables:
+        out["flagged_hosts"] = [
+            {"host": host, "discovery_ratio": ratio} for host, ratio in sorted(flagged.items())
         ]
     if "host_templates" in tables:
         row = db.execute("SELECT COUNT(*), MAX(urls) FROM host_templates").fetchone()
         out["templates"] = int(row[0])
         out["largest_template"] = int(row[1] or 0)
     return out
+
+
+def _notes(db: sqlite3.Connection, name: str) -> list[tuple[str, str]]:
+    """Each host's note ``name``: (host, text), by host."""
+    return db.execute(
+        "SELECT h.host_key, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
+        " WHERE n.name = ? ORDER BY h.host_key",
+        (name,),
+    ).fetchall()
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:

@@ -166,14 +166,9 @@ CREATE TABLE IF NOT EXISTS host_days (
     pages   INTEGER NOT NULL,
     PRIMARY KEY (host_id, day)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS host_discovery (
-    host_id    INTEGER PRIMARY KEY,
-    pages      INTEGER NOT NULL,
-    new_urls   INTEGER NOT NULL,
-    last_ratio REAL,
-    flagged    INTEGER NOT NULL
-);
--- What crawl policy learns about a host, as text by name (frontier/trap_yield.py families).
+-- What crawl policy learns about a host, as text by name (frontier/trap_yield.py families, the
+-- discovery window of frontier/budgets.py; a crawl.db from before the window became a note
+-- also has a host_discovery table, read by ops/stats.py only).
 CREATE TABLE IF NOT EXISTS host_notes (
     host_id INTEGER NOT NULL,
     name    TEXT NOT NULL,
