@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -115,18 +116,20 @@ class RevisitPlan:
     content_hash: str | None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Completion:
-    """How a page lease ends. ``state`` is the URL's next state (queued means: retry later)."""
+    """How a page lease ends. ``state`` is the URL's next state (queued means: retry later).
+    A value: each step of a visit that adds to it makes a new one (``dataclasses.replace``),
+    and the store never changes it (it says what it did in a plans.py ``Outcome``)."""
 
     state: str
     reason: str | None = None
     fetch: FetchRecord | None = None
-    links: list[LinkRecord] = field(default_factory=list)
-    discovered: list[UrlCandidate] = field(default_factory=list)
+    links: Sequence[LinkRecord] = ()
+    discovered: Sequence[UrlCandidate] = ()
     # URLs refused at the frontier's entry, kept so `export --what urls` can say why: (url, reason).
-    excluded: list[tuple[str, str]] = field(default_factory=list)
-    rejections: dict[str, int] = field(default_factory=dict)
+    excluded: Sequence[tuple[str, str]] = ()
+    rejections: Mapping[str, int] = field(default_factory=dict)
     # None: no request was made, so the host's next-allowed time does not move.
     next_allowed_at: float | None = None
     etag: str | None = None
@@ -135,12 +138,12 @@ class Completion:
     host_backoff: int | None = None
     host_failures: int | None = None
     # Named counters added as given (e.g. dedup.links_total), unlike the rejected.* ones.
-    counters: dict[str, int] = field(default_factory=dict)
+    counters: Mapping[str, int] = field(default_factory=dict)
     # The next visit (terminal completions; None: never revisited), see frontier/revisit.py.
     revisit: RevisitPlan | None = None
     # Host notes (name -> text) the store writes with the completion, before the host's token
     # is given back, so the host's next lease already reads them (crawl/host_rules.py).
-    notes: dict[str, str] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
     # What the crawl decided about this completion, for the store to apply (plans.py; made by
     # frontier/plans.py). None: nothing decided (no budget, no content judgement).
     plan: CompletionPlan | None = None

@@ -5,6 +5,8 @@ URLs of its own host it queued as new, not those already seen nor those of other
 
 from __future__ import annotations
 
+import dataclasses
+
 from crawlspace.records import Completion, LeaseKind
 from crawlspace.store.base import FrontierLimits
 from tests.conformance.conftest import LEASE_SECONDS, FrontierFactory, cand, fetched, robots_ok
@@ -35,7 +37,8 @@ def test_a_completion_reports_what_it_queued_on_its_host(make_frontier: Frontier
     assert frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
     (lease,) = frontier.lease(1.0, 1, LEASE_SECONDS)
     done: Completion = fetched(1.0)
-    done.discovered = [cand(HOST, "/known"), cand(HOST, "/new"), cand(OTHER, "/new")]
+    links = [cand(HOST, "/known"), cand(HOST, "/new"), cand(OTHER, "/new")]
+    done = dataclasses.replace(done, discovered=links)
     outcome = frontier.complete(lease, done, 1.0)
     assert outcome is not None
     assert list(outcome.admitted) == [HOST + "/new"]
@@ -48,7 +51,7 @@ def test_notes_are_written_with_the_completion(make_frontier: FrontierFactory) -
     assert frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
     (lease,) = frontier.lease(1.0, 1, LEASE_SECONDS)
     done = fetched(1.0)
-    done.notes = {"learned": "sort", "dust:order": "1 0"}
+    done = dataclasses.replace(done, notes={"learned": "sort", "dust:order": "1 0"})
     assert frontier.complete(lease, done, 1.0)
     # The host's next lease finds them.
     assert frontier.host_notes(HOST, ["learned", "dust:order"]) == done.notes
@@ -66,10 +69,10 @@ def test_a_stale_completion_writes_no_notes(make_frontier: FrontierFactory) -> N
     (current,) = frontier.lease(2.0 + LEASE_SECONDS, 1, LEASE_SECONDS)
     assert current.url == lost.url
     late = fetched(3.0 + LEASE_SECONDS)
-    late.notes = {"learned": "from the lost lease"}
+    late = dataclasses.replace(late, notes={"learned": "from the lost lease"})
     assert not frontier.complete(lost, late, 3.0 + LEASE_SECONDS)
     assert frontier.host_notes(HOST, ["learned"]) == {}
     done = fetched(4.0 + LEASE_SECONDS)
-    done.notes = {"learned": "from the current one"}
+    done = dataclasses.replace(done, notes={"learned": "from the current one"})
     assert frontier.complete(current, done, 4.0 + LEASE_SECONDS)
     assert frontier.host_notes(HOST, ["learned"]) == {"learned": "from the current one"}

@@ -10,6 +10,7 @@ leased.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,9 +51,9 @@ def finish(
     frontier: Frontier, trace: Trace, lease: Lease, completion: Completion, now: float
 ) -> None:
     notes = frontier.host_notes(lease.host_key, [WINDOW_NOTE])
-    completion.plan = plan_completion(lease, completion, notes, POLICY, now)
-    trace.plans.append(completion.plan)
-    outcome = frontier.complete(lease, completion, now)
+    plan = plan_completion(lease, completion, notes, POLICY, now)
+    trace.plans.append(plan)
+    outcome = frontier.complete(lease, dataclasses.replace(completion, plan=plan), now)
     seen = None if outcome is None else (dict(outcome.rejections), sorted(outcome.admitted))
     trace.seen.append(("outcome", lease.url, seen))
     trace.seen.append(("notes", frontier.host_notes(lease.host_key, [WINDOW_NOTE])))

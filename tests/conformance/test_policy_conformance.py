@@ -10,6 +10,8 @@ outcome says it refused.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from crawlspace.frontier.budgets import DAY, WINDOW_NOTE, keyed_budgets
@@ -42,8 +44,8 @@ def finish(
 ) -> Outcome | None:
     """Complete ``lease`` as the crawl does: planned by ``policy`` from the host's notes."""
     notes = frontier.host_notes(lease.host_key, [WINDOW_NOTE])
-    completion.plan = plan_completion(lease, completion, notes, policy, now)
-    return frontier.complete(lease, completion, now)
+    plan = plan_completion(lease, completion, notes, policy, now)
+    return frontier.complete(lease, dataclasses.replace(completion, plan=plan), now)
 
 
 def open_host(frontier: Frontier, now: float) -> None:
@@ -166,8 +168,7 @@ def revisited(lease: Lease, now: float, text: str, etag: str | None = None) -> C
         text_sha256=text,
     )  # fmt: skip
     completion = Completion(state="fetched", fetch=fetch, next_allowed_at=now + 1.0, etag=etag)
-    completion.revisit = plan_revisit(lease, completion, now, REVISITS)
-    return completion
+    return dataclasses.replace(completion, revisit=plan_revisit(lease, completion, now, REVISITS))
 
 
 def not_modified(lease: Lease, now: float) -> Completion:
@@ -175,8 +176,7 @@ def not_modified(lease: Lease, now: float) -> Completion:
         lease.url, lease.url, 304, now, 5.0, None, 0, False, None, None, None, None
     )  # fmt: skip
     completion = Completion(state="not_modified", fetch=fetch, next_allowed_at=now + 1.0)
-    completion.revisit = plan_revisit(lease, completion, now, REVISITS)
-    return completion
+    return dataclasses.replace(completion, revisit=plan_revisit(lease, completion, now, REVISITS))
 
 
 REVISITS = RevisitPolicy(min_interval=10.0, max_interval=1000.0, initial_interval=100.0)
@@ -244,7 +244,8 @@ def test_only_finished_visits_are_revisited(make_frontier: FrontierFactory) -> N
         (lease,) = frontier.lease(now, 1, LEASE_SECONDS)
         path = lease.url.removeprefix(HOST)
         completion = endings[path](lease, now)
-        completion.revisit = completion.revisit or plan_revisit(lease, completion, now, REVISITS)
+        revisit = completion.revisit or plan_revisit(lease, completion, now, REVISITS)
+        completion = dataclasses.replace(completion, revisit=revisit)
         assert finish(frontier, lease, completion, now)
         now += 1.0
     assert frontier.promote_due(10_000.0) == 1
@@ -258,7 +259,9 @@ def test_excluded_links_are_remembered_with_their_reason(make_frontier: Frontier
     open_host(frontier, 0.0)
     (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
     completion = page_done(home, 0.0)
-    completion.excluded = [(f"{HOST}/a/a/a/a", "path_repeat"), ("http://b/x", "scope")]
+    completion = dataclasses.replace(
+        completion, excluded=[(f"{HOST}/a/a/a/a", "path_repeat"), ("http://b/x", "scope")]
+    )
     assert finish(frontier, home, completion, 0.0)
     # Met again (say as a sitemap entry), each is seen: never queued, never refused twice.
     again = frontier.add([cand(HOST, "/a/a/a/a"), cand("http://b", "/x")], 1.0)
@@ -274,7 +277,9 @@ def test_a_url_too_deep_is_admitted_when_a_shallower_link_appears(
     open_host(frontier, 0.0)
     (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
     completion = page_done(home, 0.0)
-    completion.excluded = [(f"{HOST}/deep", "depth"), (f"{HOST}/off", "excluded_pattern")]
+    completion = dataclasses.replace(
+        completion, excluded=[(f"{HOST}/deep", "depth"), (f"{HOST}/off", "excluded_pattern")]
+    )
     assert finish(frontier, home, completion, 0.0)
     (b,) = frontier.lease(5.0, 1, LEASE_SECONDS)
     assert b.url == f"{HOST}/b"

@@ -5,6 +5,7 @@ newer, win over the host's pending ones."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from crawlspace.records import LeaseKind
@@ -62,7 +63,7 @@ def test_a_completions_notes_win_over_the_hosts_pending_ones(redis_cluster_clien
     mine.put_host_note(HOST, "learned", "older")
     mine.put_host_note(HOST, "yield:/a", "window")
     done = fetched(1.0)
-    done.notes = {"learned": "newer"}
+    done = dataclasses.replace(done, notes={"learned": "newer"})
     assert mine.complete(lease, done, 1.0)
     # Written with the completion, before the host's token went back; nothing left pending.
     assert other.host_notes(HOST, ["learned", "yield:/a"]) == {

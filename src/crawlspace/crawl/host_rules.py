@@ -113,27 +113,30 @@ class HostRules:
         self._store.add([queued], self._now())
         return Completion(state="excluded", reason=reason)
 
-    def before_commit(self, lease: Lease, completion: Completion) -> None:
+    def before_commit(self, lease: Lease, completion: Completion) -> Completion:
         """Before a visit's completion goes to the store: learn what the page shows of its
         host's canonical rewrites and URL equivalences (notes written with the completion, so
         the host's next lease reads them), then screen its links: those into a flagged family
         of its own host refused, variants admitted as their equivalent form (each refusal
-        counted and kept as an exclusion with its reason)."""
+        counted and kept as an exclusion with its reason). Returns the completion to commit."""
         fetch = completion.fetch
         learning = fetch is not None and completion.state == "fetched" and lease.version == 1
         own_links = any(c.host_key == lease.host_key for c in completion.discovered)
         if not learning and not own_links:
-            return
+            return completion
         notes = self._notes(lease)
         before = Learned.decode(notes.get(LEARNED))
         learned = before
+        written = dict(completion.notes)
         if learning and fetch is not None:
-            learned = self._learn(lease, fetch, before, notes, completion)
+            learned = self._learn(lease, fetch, before, notes, written)
         if learned != before:
-            completion.notes[LEARNED] = learned.encode()
-        notes.update(completion.notes)  # what after_commit starts from
+            written[LEARNED] = learned.encode()
+        notes.update(written)  # what after_commit starts from
+        completion = dataclasses.replace(completion, notes=written)
         if own_links and learned:
-            _screen(lease, completion, self._usable(learned))
+            return _screen(lease, completion, self._usable(learned))
+        return completion
 
     def _learn(
         self,
@@ -141,18 +144,18 @@ class HostRules:
         fetch: FetchRecord,
         learned: Learned,
         notes: dict[str, str],
-        completion: Completion,
+        written: dict[str, str],
     ) -> Learned:
-        """The host's conclusions after this page; changed evidence goes to completion.notes."""
+        """The host's conclusions after this page; changed evidence goes to ``written``."""
         canonical_href, text_hash = fetch.canonical, fetch.text_sha256
         canonical = None if canonical_href is None else normalize(canonical_href, lease.url)
         canon_note = canon.observe_canonical(lease.url, canonical, notes.get(canon.NOTE))
         if canon_note is not None:
-            completion.notes[canon.NOTE] = canon_note
+            written[canon.NOTE] = canon_note
             learned = learned.with_rewrites(canon.active_rewrites(canon_note))
         if text_hash is not None and self._learn_equivalence:
             for name, text in dust.observe_page(lease.url, text_hash, notes).items():
-                completion.notes[name] = text
+                written[name] = text
                 rule = name.removeprefix(dust.NOTE_PREFIX)
                 learned = learned.with_equivalence(rule, dust.settled(text))
         return learned
@@ -213,18 +216,22 @@ def _refusal(cand: UrlCandidate, learned: Learned) -> tuple[str, str | None] | N
     return None if rewritten is None else (rewritten[1], rewritten[0])
 
 
-def _screen(lease: Lease, completion: Completion, learned: Learned) -> None:
+def _screen(lease: Lease, completion: Completion, learned: Learned) -> Completion:
     known = {c.url for c in completion.discovered}
     kept: list[UrlCandidate] = []
+    excluded = list(completion.excluded)
+    rejections = dict(completion.rejections)
     for cand in completion.discovered:
         refusal = None if cand.host_key != lease.host_key else _refusal(cand, learned)
         if refusal is None:
             kept.append(cand)
             continue
         reason, target = refusal
-        completion.excluded.append((cand.url, reason))
-        completion.rejections[reason] = completion.rejections.get(reason, 0) + 1
+        excluded.append((cand.url, reason))
+        rejections[reason] = rejections.get(reason, 0) + 1
         if target is not None and target not in known:
             known.add(target)
             kept.append(dataclasses.replace(cand, url=target))
-    completion.discovered = kept
+    return dataclasses.replace(
+        completion, discovered=kept, excluded=excluded, rejections=rejections
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sqlite3
 from collections import OrderedDict
@@ -271,11 +272,13 @@ class LeaseRunner:
             return
         now = self._now()
         if completion.state != "queued":  # a visit's end: when is the URL visited next
-            completion.revisit = plan_revisit(lease, completion, now, self._revisit)
-        self.host_rules.before_commit(lease, completion)  # what it shows; links screened
+            revisit = plan_revisit(lease, completion, now, self._revisit)
+            completion = dataclasses.replace(completion, revisit=revisit)
+        completion = self.host_rules.before_commit(lease, completion)  # its links screened
         # Every other decision the store applies with it (frontier/plans.py).
         notes = self.host_rules.read_for(lease)
-        completion.plan = plan_completion(lease, completion, notes, self._policy, now)
+        plan = plan_completion(lease, completion, notes, self._policy, now)
+        completion = dataclasses.replace(completion, plan=plan)
         outcome = await self._committer.submit(lease, completion)
         crash_point("after_commit")
         self._parts.telemetry.on_commit(lease.host_key, completion, outcome)

@@ -72,15 +72,13 @@ def redirect_completion(
 ) -> Completion:
     """A redirect's target enters the frontier as a new URL, one hop further."""
     location = response.header("location")
-    completion = Completion(state="redirected")
     if not location:
-        completion.reason = "redirect_without_location"
-        return completion
+        return Completion(state="redirected", reason="redirect_without_location")
     hops = lease.redirect_hops + 1
     if hops > max_redirects:
-        completion.reason = "redirect_limit"
-        completion.rejections = {"redirect_limit": 1}
-        return completion
+        return Completion(
+            state="redirected", reason="redirect_limit", rejections={"redirect_limit": 1}
+        )
     # Each hop is a new URL through the frontier: robots and politeness apply to it.
     if lease.source == SITEMAP_SOURCE:
         candidate, reason = admit_sitemap_doc(
@@ -95,14 +93,12 @@ def redirect_completion(
             base=response.url,
         )
     if candidate is None:
-        completion.rejections = {reason or "invalid_url": 1}
-    elif reason is not None:
-        completion.links = []
-        completion.excluded = [(candidate.url, reason)]
-        completion.rejections = {reason: 1}
-    else:
-        completion.discovered = [candidate]
-    return completion
+        return Completion(state="redirected", rejections={reason or "invalid_url": 1})
+    if reason is not None:
+        return Completion(
+            state="redirected", excluded=[(candidate.url, reason)], rejections={reason: 1}
+        )
+    return Completion(state="redirected", discovered=[candidate])
 
 
 def fetch_record(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass
 
 from crawlspace.config import CrawlConfig
@@ -70,7 +69,7 @@ UNFINISHED_CHAIN = "robots_redirects_unfinished"
 class RobotsVisits(VisitParts):
     async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
         """Fetch robots.txt, following up to ``max_redirects`` hops (RFC 9309 §2.3.1.2)."""
-        chain = _Chain(lease.url, time.time())
+        chain = _Chain(lease.url, self.now())
         while True:
             if not chain.hops:
                 self._check_lease(lease)  # nothing sent yet: a late lease goes back
@@ -92,7 +91,7 @@ class RobotsVisits(VisitParts):
                 # Not a transient failure: our own policy forbids the host (or where its
                 # robots.txt leads), so give up at once. No request was made to this address;
                 # the lease's host waits its gap only if an earlier hop went to it.
-                now = time.time()
+                now = self.now()
                 return RobotsVisit(self._blocked_record(lease, exc, now), max(now, chain.free_at))
             except FetchError as exc:
                 chain.status, chain.error = None, exc.reason
@@ -105,7 +104,7 @@ class RobotsVisits(VisitParts):
                 break
             if not await self._took_response(lease, chain, response):
                 break
-        ended = time.time()
+        ended = self.now()
         # The host's gap scales with its own last response, not with the chain's waits for
         # other hosts' tokens (a timeout or error: the whole visit, as slow as it was).
         own = chain.own_elapsed

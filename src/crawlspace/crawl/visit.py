@@ -8,9 +8,8 @@ so the commit stays one transaction in ``crawl/leases.py``. robots.txt visits ar
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
+from dataclasses import replace
 
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
@@ -68,7 +67,7 @@ class Visitor(RobotsVisits):
         if lease.last_modified:
             headers.append(("If-Modified-Since", lease.last_modified))
         self._check_lease(lease)
-        started = time.time()
+        started = self.now()
         try:
             # sitemaps.org allows 50 MiB per sitemap, more than an ordinary page's limit.
             limit = MAX_SITEMAP_BYTES if lease.source == SITEMAP_SOURCE else None
@@ -79,14 +78,13 @@ class Visitor(RobotsVisits):
             log.warning("refused %s: %s", lease.url, exc)
             return Completion(state="excluded", reason=exc.reason)
         except FetchError as exc:
-            ended = time.time()
+            ended = self.now()
             host = self.backoff.on_failure(
                 lease.host_backoff, lease.host_failures, lease.attempt, self.rand()
             )
             state = "queued" if lease.attempt < config.max_attempts else "failed"
             completion = Completion(state=state, reason=exc.reason)
-            self._schedule_host(completion, host, ended, ended - started, crawl_delay)
-            return completion
+            return self._schedule_host(completion, host, ended, ended - started, crawl_delay)
         host = self._host_wait(lease, response)
         crash_point("after_response")
         location = await self._archive(response)
@@ -94,12 +92,12 @@ class Visitor(RobotsVisits):
         completion, content = await self._page_outcome(lease, response, throttled_since)
         note = throttle_note(throttled_since, is_throttled(response), response.ended_at)
         if note is not None:
-            completion.notes[THROTTLE_NOTE] = note
-        self._schedule_host(completion, host, response.ended_at, response.elapsed, crawl_delay)
-        completion.fetch = fetch_record(
-            lease, response, location, content, self.config.product_token
+            completion = replace(completion, notes={**completion.notes, THROTTLE_NOTE: note})
+        completion = self._schedule_host(
+            completion, host, response.ended_at, response.elapsed, crawl_delay
         )
-        return completion
+        fetch = fetch_record(lease, response, location, content, self.config.product_token)
+        return replace(completion, fetch=fetch)
 
     def _host_wait(self, lease: Lease, response: FetchResponse) -> HostWait:
         status = response.status
@@ -121,13 +119,16 @@ class Visitor(RobotsVisits):
         ended: float,
         seconds: float,
         crawl_delay: float | None,
-    ) -> None:
+    ) -> Completion:
         """The host's next start: the politeness gap, widened while it throttles us, and never
         before a Retry-After, backoff or pause it earned."""
         gap = self.politeness.gap(seconds, crawl_delay) * self.backoff.gap_multiplier(host.level)
-        completion.next_allowed_at = ended + max(gap, host.wait)
-        completion.host_backoff = host.level
-        completion.host_failures = host.failures
+        return replace(
+            completion,
+            next_allowed_at=ended + max(gap, host.wait),
+            host_backoff=host.level,
+            host_failures=host.failures,
+        )
 
     async def _page_outcome(
         self, lease: Lease, response: FetchResponse, throttled_since: float | None
@@ -147,25 +148,23 @@ class Visitor(RobotsVisits):
         if status == 304 and (lease.etag or lease.last_modified):
             # RFC 9110 §15.4.5: our stored copy is current. The small 304 response record is in
             # the WARC and a fetch row (status 304) keeps fetched_at; no body, no links, no parse.
-            completion.state = "not_modified"
-            return completion, None
+            return replace(completion, state="not_modified"), None
         if status in GONE_STATUSES:
             # A tombstone: the URL stays known (rediscovery creates nothing) and is not refetched
             # in this crawl; recrawl revisits it rarely.
-            completion.reason = "gone"
+            completion = replace(completion, reason="gone")
         if not 200 <= status < 300:
             return completion, None
         if is_sitemap_response(lease.source, response.header("content-type")):
-            await self._sitemap_links(lease, response, completion)
-            return completion, None
+            return await self._sitemap_links(lease, response, completion), None
         return await self._page_links(lease, response, completion)
 
     async def _sitemap_links(
         self, lease: Lease, response: FetchResponse, completion: Completion
-    ) -> None:
+    ) -> Completion:
         """A sitemap's URLs enter like links, through the same admission
         (discovery/sitemaps.py)."""
-        admission, completion.reason = admit_parsed_sitemap(
+        admission, reason = admit_parsed_sitemap(
             self.discovery,
             await self.pools.in_thread(read_sitemap, response.body),  # off the event loop
             url=lease.url,
@@ -174,10 +173,14 @@ class Visitor(RobotsVisits):
             cut_in_transfer=response.truncated,
             now=response.started_at,
         )
-        completion.links = admission.links
-        completion.discovered = admission.candidates
-        completion.excluded = admission.excluded
-        completion.rejections = dict(admission.rejections)
+        return replace(
+            completion,
+            reason=reason,
+            links=admission.links,
+            discovered=admission.candidates,
+            excluded=admission.excluded,
+            rejections=dict(admission.rejections),
+        )
 
     async def _page_links(
         self, lease: Lease, response: FetchResponse, completion: Completion
@@ -210,11 +213,14 @@ class Visitor(RobotsVisits):
             )
         if self.config.path_ascending:
             self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
-        completion.links = admission.links
-        completion.discovered = admission.candidates
-        completion.excluded = admission.excluded
-        completion.rejections = dict(admission.rejections)
-        completion.counters = dict(admission.counters)
+        completion = replace(
+            completion,
+            links=admission.links,
+            discovered=admission.candidates,
+            excluded=admission.excluded,
+            rejections=dict(admission.rejections),
+            counters=dict(admission.counters),
+        )
         if header_directives.noindex and not content.noindex:
-            content = dataclasses.replace(content, noindex=True)
+            content = replace(content, noindex=True)
         return completion, content

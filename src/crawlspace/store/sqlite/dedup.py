@@ -11,7 +11,7 @@ import logging
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from crawlspace.dedup.near_index import NearDuplicateIndex
@@ -44,7 +44,7 @@ def migrate(db: sqlite3.Connection) -> None:
             db.execute(f"ALTER TABLE fetches ADD COLUMN {column} {kind}")
 
 
-def bump_counters(db: sqlite3.Connection, counts: dict[str, int]) -> None:
+def bump_counters(db: sqlite3.Connection, counts: Mapping[str, int]) -> None:
     """Add to named counters (names are stored as given, e.g. ``dedup.links_total``)."""
     db.executemany(
         "INSERT INTO counters (name, value) VALUES (?, ?)"

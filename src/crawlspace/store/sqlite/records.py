@@ -10,7 +10,7 @@ Two stores compose it: ``SqliteStore`` (whose frontier shares the file and the t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -149,7 +149,7 @@ class CrawlRecords:
     def store_robots(self, db: sqlite3.Connection, host_id: int, record: RobotsRecord) -> None:
         sqlite_rows.store_robots(db, host_id, record)
 
-    def count(self, db: sqlite3.Connection, rejections: dict[str, int]) -> None:
+    def count(self, db: sqlite3.Connection, rejections: Mapping[str, int]) -> None:
         sqlite_dedup.bump_counters(db, {f"rejected.{name}": n for name, n in rejections.items()})
 
     # -- on their own ------------------------------------------------------------------------
@@ -198,7 +198,7 @@ class CrawlRecords:
             with self.transaction():
                 pass
 
-    def write_notes(self, db: sqlite3.Connection, host_id: int, notes: dict[str, str]) -> None:
+    def write_notes(self, db: sqlite3.Connection, host_id: int, notes: Mapping[str, str]) -> None:
         """Keep ``notes`` for the host (inside the caller's transaction)."""
         db.executemany(
             "INSERT OR REPLACE INTO host_notes (host_id, name, text) VALUES (?, ?, ?)",
