@@ -6,23 +6,36 @@ and compare."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from crawlspace.frontier.aopic import cash_priority
 from crawlspace.plans import CompletionPlan
 from crawlspace.records import UrlCandidate
-from crawlspace.store.base import AddResult
+from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis.codec import ADD_CHUNK, num
+from crawlspace.store.redis.index import BucketIndex
 from crawlspace.urls import host_key
 
-if TYPE_CHECKING:
-    from crawlspace.store.redis.frontier import RedisFrontier
+__all__ = ["Admitting", "admit", "exclude"]
 
-__all__ = ["admit", "exclude"]
+
+class Admitting(Protocol):
+    """What admission uses of its frontier (store/redis/frontier.py): the limits, the scripts
+    and the bucket index."""
+
+    limits: FrontierLimits
+    index: BucketIndex
+    namespace: str
+    buckets: int
+    client: Any
+
+    def bucket(self, host_key: str) -> int: ...
+
+    def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]: ...
 
 
 def admit(
-    frontier: RedisFrontier,
+    frontier: Admitting,
     candidates: Sequence[UrlCandidate],
     now: float,
     plan: CompletionPlan,
@@ -97,7 +110,7 @@ def admit(
 
 
 def exclude(
-    frontier: RedisFrontier, excluded: Sequence[tuple[str, str]], depth: int, now: float
+    frontier: Admitting, excluded: Sequence[tuple[str, str]], depth: int, now: float
 ) -> None:
     """Remember URLs refused at admission, with their reasons (lua/exclude.lua)."""
     by_bucket: dict[int, list[object]] = {}

@@ -14,13 +14,10 @@ at).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from crawlspace.frontier.aopic import page_cash, split_cash
 from crawlspace.records import Completion, Lease
-
-if TYPE_CHECKING:
-    from crawlspace.store.redis.frontier import RedisFrontier
+from crawlspace.store.redis.scripts import ScriptRunner
 
 __all__ = ["CashLedger", "PageCash"]
 
@@ -39,9 +36,9 @@ class PageCash:
 class CashLedger:
     """Lambda's per-page total and the number of known URLs, in ``{ns:cash}`` (lua/cash.lua)."""
 
-    def __init__(self, frontier: RedisFrontier) -> None:
-        self._f = frontier
-        self.prefix = f"{{{frontier.namespace}:cash}}:"
+    def __init__(self, scripts: ScriptRunner) -> None:
+        self._f = scripts
+        self.prefix = f"{{{scripts.namespace}:cash}}:"
         self._total: float | None = None
 
     def lambda_total(self) -> float:

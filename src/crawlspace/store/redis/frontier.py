@@ -100,9 +100,8 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         if self.limits.aopic_tax is None:
             return admit(self, candidates, now, NO_PLAN)[0]
         # AOPIC: seeds and sitemaps start with the seed cash (frontier/aopic.py).
-        result = admit(self, candidates, now, NO_PLAN, cash=(self.cash.lambda_total(), SEED_CASH))[
-            0
-        ]
+        seeded = (self.cash.lambda_total(), SEED_CASH)
+        result = admit(self, candidates, now, NO_PLAN, cash=seeded)[0]
         self.cash.pay(result.added, 0.0)
         return result
 

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from crawlspace.store.redis.frontier import RedisFrontier
+from crawlspace.store.redis.scripts import ScriptRunner
 
 # Buckets re-read per sweep step: one pipelined call, whatever the bucket count.
 SWEEP_CHUNK = 32
@@ -66,13 +65,13 @@ def ready_pairs(pairs: Sequence[Any]) -> tuple[str, ...]:
 class BucketIndex:
     """The ``{ns:idx}`` keys of one frontier, and this worker's sweep over its buckets."""
 
-    def __init__(self, frontier: RedisFrontier, sweep_seconds: float) -> None:
-        self._f = frontier
-        self.prefix = f"{{{frontier.namespace}:idx}}:"
+    def __init__(self, scripts: ScriptRunner, sweep_seconds: float) -> None:
+        self._f = scripts
+        self.prefix = f"{{{scripts.namespace}:idx}}:"
         self.sweep_seconds = sweep_seconds
         self._swept_at: float | None = None
         # Workers start their sweeps at different buckets, so together they cover more of them.
-        self._cursor = random.randrange(frontier.buckets)
+        self._cursor = random.randrange(scripts.buckets)
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -104,14 +103,14 @@ class BucketIndex:
         """Up to ``limit`` buckets with a host ready at ``at``, best-ranked host first, each
         with that host's rank (bands.py)."""
         found = self._front(at, limit)[1:]
-        front = self._f.limits.front
+        front = self._f.front
         return [
             (int(found[i]), front.rank(int(found[i + 1]), float(found[i + 2])))
             for i in range(0, len(found), 3)
         ]
 
     def _front(self, at: str, limit: int) -> list[Any]:
-        args = (self.prefix, at, limit, self._f.limits.front.aging)
+        args = (self.prefix, at, limit, self._f.front.aging)
         return list(self._f.run_key("front", self.prefix + "ver", args))
 
     def due_lease_buckets(self, at: str) -> list[int]:
@@ -145,7 +144,7 @@ class BucketIndex:
         (bands.py) of its first ``limit`` hosts ready at ``at`` in each band,
         none ranked after ``cutoff``; without, its number of hosts ready at ``at``; and its
         marks when wanted. ``full`` reads every band instead of the bucket's cached marks."""
-        front = self._f.limits.front
+        front = self._f.front
         bound = "" if cutoff is None else repr(cutoff)
         args = (at, limit, int(full), bound, front.aging)
         replies = self._f.run_many("peek", [(b, args) for b in buckets])

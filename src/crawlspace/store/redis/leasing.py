@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from crawlspace.records import Lease, LeaseKind
+from crawlspace.store.base import FrontierLimits
 from crawlspace.store.redis.codec import num
+from crawlspace.store.redis.index import BucketIndex
 from crawlspace.store.redis.scripts import TRANSIENT
+from crawlspace.store.redis.wait import ReplicationBarrier
 from crawlspace.urls import robots_url
-
-if TYPE_CHECKING:
-    from crawlspace.store.redis.frontier import RedisFrontier
 
 __all__ = ["grant", "ready_hosts"]
 
@@ -47,8 +47,37 @@ class Spread:
 
 Ranked = list[tuple[float, int, int]]  # (host rank, bucket's position in the index, bucket)
 
+_T = TypeVar("_T")
 
-def _ready_counts(frontier: RedisFrontier, now: float, limit: int) -> dict[int, int]:
+
+class Granting(Protocol):
+    """What leasing uses of its frontier (store/redis/frontier.py): the limits, the scripts,
+    the bucket index, this worker's epoch, spread and replication barrier, and the two
+    operations a lease round may need (give a lease back, write pending host notes)."""
+
+    limits: FrontierLimits
+    index: BucketIndex
+    spread: Spread
+    barrier: ReplicationBarrier
+    epoch: int
+    namespace: str
+    buckets: int
+    client: Any
+
+    def bucket(self, host_key: str) -> int: ...
+
+    def key_prefix(self, bucket: int) -> str: ...
+
+    def retrying(self, call: Callable[[], _T], *, retried: list[bool] | None = None) -> _T: ...
+
+    def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]: ...
+
+    def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool: ...
+
+    def flush_notes(self) -> None: ...
+
+
+def _ready_counts(frontier: Granting, now: float, limit: int) -> dict[int, int]:
     """How many leases each bucket grants, for the ``limit`` best-ranked hosts ready at ``now``
     (bands.py). The index gives the buckets whose best hosts rank first; the
     ``limit`` best hosts of the crawl all rank no worse than the last of those buckets' best
@@ -75,7 +104,7 @@ def _ready_counts(frontier: RedisFrontier, now: float, limit: int) -> dict[int, 
 
 
 def _peek(
-    frontier: RedisFrontier,
+    frontier: Granting,
     buckets: list[int],
     start: int,
     *,
@@ -101,13 +130,13 @@ def _decided(hosts: Ranked, limit: int, next_best: float) -> bool:
     return sum(1 for rank, _, _ in hosts if rank <= next_best) >= limit
 
 
-def ready_hosts(frontier: RedisFrontier, now: float) -> int:
+def ready_hosts(frontier: Granting, now: float) -> int:
     at = num(now)
     buckets = [b for b, _ in frontier.index.ready_buckets(at, frontier.buckets)]
     return sum(p.ready for p in frontier.index.peek(buckets, at, 0))
 
 
-def grant(frontier: RedisFrontier, now: float, limit: int, lease_seconds: float) -> list[Lease]:
+def grant(frontier: Granting, now: float, limit: int, lease_seconds: float) -> list[Lease]:
     frontier.flush_notes()  # what the last round's visits learned (notes.py)
     frontier.index.sweep(now, num(now))
     if limit <= 0:
@@ -131,7 +160,7 @@ def grant(frontier: RedisFrontier, now: float, limit: int, lease_seconds: float)
     return leases
 
 
-def _confirmed(frontier: RedisFrontier, leases: list[Lease], now: float) -> list[Lease]:
+def _confirmed(frontier: Granting, leases: list[Lease], now: float) -> list[Lease]:
     """The leases whose grant has reached the replicas; the others are given back unused.
 
     Replication is asynchronous: a master that dies right after granting a host's token may
@@ -162,7 +191,7 @@ def _confirmed(frontier: RedisFrontier, leases: list[Lease], now: float) -> list
     return kept
 
 
-def _parse(frontier: RedisFrontier, f: Sequence[str], expires_at: float) -> Lease:
+def _parse(frontier: Granting, f: Sequence[str], expires_at: float) -> Lease:
     kind, lease_id, host_key, url, url_id, version, attempt, depth, hops, etag, lm, src = f[:12]
     robots = kind == LeaseKind.ROBOTS.value
     return Lease(

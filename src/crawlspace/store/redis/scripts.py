@@ -167,6 +167,7 @@ class ScriptRunner:
         self.namespace = namespace
         self.buckets = buckets
         self.retry_seconds = retry_seconds
+        self.front = front  # the crawl's front bands, compiled into the scripts
         self.retrying(self._check_layout)
         lua = files("crawlspace.store.redis") / "lua"
         self._src = {

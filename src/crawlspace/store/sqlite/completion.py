@@ -12,17 +12,43 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.lifecycle import check_transition
 from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
 from crawlspace.records import Completion, Lease, UrlCandidate
+from crawlspace.store.base import AddResult
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import traps as sqlite_traps
 from crawlspace.store.sqlite.dedup import sink_links
+from crawlspace.store.sqlite.priority import Ranking
+from crawlspace.store.sqlite.records import CrawlRecords
 
-if TYPE_CHECKING:
-    from crawlspace.store.sqlite.store import SqliteStore
+
+class CompletingRows(Protocol):
+    """What a completion uses of its store (store.py): the crawl's records, the content and
+    priority helpers, admission, and the lease check."""
+
+    records: CrawlRecords
+    near_index: NearDuplicateIndex | None
+    ranking: Ranking
+
+    def current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None: ...
+
+    def add_in(
+        self,
+        db: sqlite3.Connection,
+        candidates: Sequence[UrlCandidate],
+        now: float,
+        admitted_urls: list[str] | None = None,
+        inlinks: int = 0,
+    ) -> AddResult: ...
+
+    def record_excluded(
+        self, db: sqlite3.Connection, excluded: Sequence[tuple[str, str]], depth: int, now: float
+    ) -> None: ...
+
 
 # The columns every ending of a page lease sets (the completion's UPDATE adds the revisit ones).
 _FINISH_URL = (
@@ -32,7 +58,7 @@ _FINISH_URL = (
 
 
 def complete_page(
-    store: SqliteStore, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
+    store: CompletingRows, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
 ) -> Outcome | None:
     """Apply ``completion`` and its plan if ``lease`` is still the URL's current lease; None if
     stale."""
@@ -137,7 +163,7 @@ def finish_host(
 
 
 def _take_links(
-    store: SqliteStore,
+    store: CompletingRows,
     db: sqlite3.Connection,
     lease: Lease,
     links: Sequence[UrlCandidate],
