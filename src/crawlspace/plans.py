@@ -24,6 +24,7 @@ __all__ = [
     "ContentIndex",
     "ContentVerdict",
     "DayCount",
+    "InlinkStep",
     "Judgement",
     "LinkEffects",
     "Outcome",
@@ -75,6 +76,24 @@ class Judgement:
 
 
 @dataclass(frozen=True, slots=True)
+class InlinkStep:
+    """A followed link counts as an in-link of its target; a target still queued moves
+    ``points`` earlier for each linking page beyond the first, up to ``pages`` such pages, and
+    never from the new URLs' priorities (>= 0) into the revisit band below 0 (bands.py)."""
+
+    points: int
+    pages: int
+
+    def moved(self, priority: int, inlinks_before: int) -> int:
+        """A queued target's priority once one more page links to it."""
+        if not (self.points and 1 <= inlinks_before <= self.pages):
+            return priority
+        if priority >= 0:
+            return max(priority - self.points, 0)
+        return priority - self.points
+
+
+@dataclass(frozen=True, slots=True)
 class LinkEffects:
     """What a finished page's admitted links lead to: host notes to write with the completion,
     and priority points added to the URLs of the page's own host it queued (0: none)."""
@@ -102,6 +121,11 @@ class CompletionPlan(Protocol):
         """A link's key under each of ``caps``, in the same order."""
         ...
 
+    @property
+    def inlinks(self) -> InlinkStep | None:
+        """How a finished page's links move the known URLs they point to (None: not at all)."""
+        ...
+
     def judge(self, content: ContentIndex, owner: int, duplicates: int, fetched: int) -> Judgement:
         """The page's content verdict, decided over the engine's claims (``owner``: the
         engine's identity of the page), and how far its links on its own host sink, given its
@@ -120,6 +144,7 @@ class _Unplanned:
 
     day: DayCount | None = None
     caps: Sequence[tuple[str, int]] = ()
+    inlinks: InlinkStep | None = None
 
     def budget_keys(self, url: str) -> Sequence[str]:
         return ()

@@ -291,7 +291,8 @@ def test_a_url_too_deep_is_admitted_when_a_shallower_link_appears(
 
 @pytest.mark.parametrize("weight", [5, 0])
 def test_in_links_move_a_queued_url_earlier(make_frontier: FrontierFactory, weight: int) -> None:
-    frontier = make_frontier(FrontierLimits(inlink_weight=weight, inlink_cap=10))
+    frontier = make_frontier(FrontierLimits())
+    policy = CompletionPolicy(inlink_weight=weight, inlink_cap=10)
     frontier.add([cand(HOST, "/")], 0.0)
     open_host(frontier, 0.0)
     (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
@@ -301,14 +302,15 @@ def test_in_links_move_a_queued_url_earlier(make_frontier: FrontierFactory, weig
         cand(HOST, "/x", priority=30),
         cand(HOST, "/y", priority=29),
     ]
-    assert finish(frontier, home, page_done(home, 0.0, links), 0.0)
+    assert finish(frontier, home, page_done(home, 0.0, links), 0.0, policy)
     now = 1.0
     for _ in range(2):  # /p1 and /p2 both link to /x
         (page,) = frontier.lease(now, 1, LEASE_SECONDS)
         assert page.url in (f"{HOST}/p1", f"{HOST}/p2")
-        assert finish(frontier, page, page_done(page, now, [cand(HOST, "/x", priority=30)]), now)
+        done = page_done(page, now, [cand(HOST, "/x", priority=30)])
+        assert finish(frontier, page, done, now, policy)
         now += 2.0
-    leased, _ = drain(frontier, now)
+    leased, _ = drain(frontier, now, policy=policy)
     assert leased == ([f"{HOST}/x", f"{HOST}/y"] if weight else [f"{HOST}/y", f"{HOST}/x"])
 
 
@@ -342,16 +344,17 @@ def test_aopic_cash_moves_a_url_linked_by_a_richer_path_earlier(
     # The seed's cash (1.0, less the tax) is split over /a, /b, /c (0.3 each); /a then hands its
     # 0.3 and Lambda's payment on to /c alone, so /c holds about twice /b's cash and goes first.
     # Under the score policy (tax None) /b, found before /c at the same depth, goes first.
-    frontier = make_frontier(FrontierLimits(aopic_tax=tax, inlink_weight=0))
+    frontier = make_frontier(FrontierLimits(aopic_tax=tax))
+    policy = CompletionPolicy(inlink_weight=0)
     frontier.add([cand(HOST, "/", priority=0, depth=0)], 0.0)
     open_host(frontier, 0.0)
     (home,) = frontier.lease(0.0, 1, LEASE_SECONDS)
     assert home.url == f"{HOST}/"
     links = [cand(HOST, p, depth=1, priority=10) for p in ("/a", "/b", "/c")]
-    assert finish(frontier, home, page_done(home, 0.0, links), 0.0)
+    assert finish(frontier, home, page_done(home, 0.0, links), 0.0, policy)
     (first,) = frontier.lease(1.0, 1, LEASE_SECONDS)
     assert first.url == f"{HOST}/a"
     on = [cand(HOST, "/c", depth=2, priority=20)]
-    assert finish(frontier, first, page_done(first, 1.0, on), 1.0)
-    leased, _ = drain(frontier, 2.0)
+    assert finish(frontier, first, page_done(first, 1.0, on), 1.0, policy)
+    leased, _ = drain(frontier, 2.0, policy=policy)
     assert leased == ([f"{HOST}/c", f"{HOST}/b"] if tax else [f"{HOST}/b", f"{HOST}/c"])

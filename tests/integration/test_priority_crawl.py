@@ -4,6 +4,7 @@ path-ascending discovery finds directory pages no link points to."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
+from crawlspace.frontier.plans import CompletionPolicy, plan_completion
 from crawlspace.frontier.priority import PriorityRules
 from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.sqlite import revisit as sqlite_revisit
@@ -40,9 +42,17 @@ def _lease_page(store: SqliteStore, host: str) -> Lease:
     return chosen[0]
 
 
+# Each store's completion policy: in-link points are planned with each completion
+# (frontier/plans.py), AOPIC's tax is the store's.
+_POLICIES: dict[int, CompletionPolicy] = {}
+
+
 def _store(path: Path, rules: PriorityRules) -> SqliteStore:
     store = SqliteStore(path)
-    store.ranking = Ranking(rules)
+    aopic = rules.policy == "aopic"
+    store.ranking = Ranking(rules.aopic_tax if aopic else None)
+    weight = 0 if aopic else rules.inlink_weight
+    _POLICIES[id(store)] = CompletionPolicy(inlink_weight=weight, inlink_cap=rules.inlink_cap)
     # Robots answered for both hosts, so leases go straight to pages.
     store._db.execute("UPDATE hosts SET robots_expires_at = 1e12")
     return store
@@ -50,7 +60,8 @@ def _store(path: Path, rules: PriorityRules) -> SqliteStore:
 
 def _complete(store: SqliteStore, lease: Lease, links: list[str]) -> None:
     completion = Completion("fetched", discovered=[_candidate(u, lease.depth + 1) for u in links])
-    assert store.complete(lease, completion, NOW)
+    plan = plan_completion(lease, completion, {}, _POLICIES[id(store)], NOW)
+    assert store.complete(lease, dataclasses.replace(completion, plan=plan), NOW)
 
 
 def test_in_links_move_a_url_ahead_of_its_depth_peers(tmp_path: Path) -> None:

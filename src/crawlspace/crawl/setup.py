@@ -59,8 +59,6 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         # An expired lease may hide a request that just ended: its host keeps the minimum gap.
         lost_lease_gap=config.min_delay,
         revisit_share=config.revisit_share,
-        inlink_weight=config.inlink_weight if config.priority_policy == "score" else 0,
-        inlink_cap=config.inlink_cap,
         front=config.front_queues(),
         aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
@@ -72,6 +70,8 @@ def completion_policy(config: CrawlConfig) -> CompletionPolicy:
     return CompletionPolicy(
         budgets=keyed_budgets(config.max_urls_per_template),
         max_pages_per_host_per_day=config.max_pages_per_host_per_day,
+        inlink_weight=config.inlink_weight if config.priority_policy == "score" else 0,
+        inlink_cap=config.inlink_cap,
         discovery_window=config.discovery_window,
         discovery_trap_ratio=config.discovery_trap_ratio,
         trap_priority_penalty=config.trap_priority_penalty,

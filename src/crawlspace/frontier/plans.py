@@ -2,7 +2,8 @@
 
 From the lease, its completion, the host's notes read for the lease (crawl/host_rules.py) and the
 clock, ``plan_completion`` decides the per-day page count (frontier/budgets.py day_budget), the
-keyed budgets the page's links are admitted under, the content verdict and the duplicate
+keyed budgets the page's links are admitted under, what its links are worth as in-links
+(frontier/priority.py), the content verdict and the duplicate
 penalty (frontier/duplicates.py) and the host's discovery window with its trap penalty
 (frontier/budgets.py advance_window). The engines apply the plan (plans.py says how); the two
 steps that need what only the engine's atomic operation learns are the plan's continuations,
@@ -28,6 +29,7 @@ from crawlspace.plans import (
     CompletionPlan,
     ContentIndex,
     DayCount,
+    InlinkStep,
     Judgement,
     LinkEffects,
 )
@@ -45,6 +47,9 @@ class CompletionPolicy:
 
     budgets: tuple[KeyedBudget, ...] = ()
     max_pages_per_host_per_day: int | None = None
+    # In-link points (frontier/priority.py; off under AOPIC, whose cash plays that part).
+    inlink_weight: int = 1
+    inlink_cap: int = 10
     # The discovery-ratio window (frontier/budgets.py; 0 turns it off) and the priority points
     # a flagged host's new URLs sink.
     discovery_window: int = 20
@@ -59,6 +64,7 @@ class PagePlan:
     day: DayCount | None
     caps: Sequence[tuple[str, int]]
     budgets: tuple[KeyedBudget, ...]
+    inlinks: InlinkStep | None
     # The page whose content is judged (None: not judged), and whether this is its URL's
     # first visit (a revisit is only checked for exact duplicates).
     content: FetchRecord | None
@@ -112,10 +118,14 @@ def plan_completion(
         day = DayCount(today, cap, tomorrow)
     judged = fetch if terminal and completion.state != "not_modified" else None
     counted = fetch is not None and completion.state == "fetched" and policy.discovery_window
+    step = None
+    if terminal and policy.inlink_weight and policy.inlink_cap:
+        step = InlinkStep(policy.inlink_weight, policy.inlink_cap)
     return PagePlan(
         day=day,
         caps=tuple((budget.reason, budget.cap) for budget in policy.budgets),
         budgets=policy.budgets,
+        inlinks=step,
         content=judged,
         first_visit=lease.version == 1,
         window=decode_window(notes.get(WINDOW_NOTE)) if counted else None,

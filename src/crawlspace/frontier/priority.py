@@ -11,7 +11,7 @@ Two policies, chosen with ``priority_policy``:
              - in-link points                  +weight per further page linking to it, capped
              + host demotions                  duplicates (store/sqlite_dedup), traps (sqlite_traps)
 
-  The in-link term is applied by the store as links arrive (store/sqlite/priority.py); the others
+  The in-link term is applied as links arrive (a completion's plan: plans.py InlinkStep); the others
   when the URL is admitted. Without patterns, in-links and demotions, a shallower URL is never
   behind a deeper one (the sitemap term spans 0..10 and a tie goes to the URL found first), and
   sitemaps.org's "priority is relative within one site" is exactly the scope of a host queue.
@@ -34,7 +34,6 @@ __all__ = [
     "PriorityPolicy",
     "PriorityRules",
     "compile_priority_patterns",
-    "inlink_priority",
     "lastmod_age_days",
     "url_priority",
 ]
@@ -127,15 +126,3 @@ def url_priority(
         priority -= FRESH_LASTMOD_POINTS
     # Negative priorities are the revisit band of a host queue (store/sqlite/revisit.py).
     return max(priority, 0)
-
-
-def inlink_priority(priority: int, inlinks_before: int, rules: PriorityRules) -> int:
-    """A queued URL's priority once one more page links to it: ``inlink_weight`` points earlier
-    for each page beyond the first, up to ``inlink_cap`` pages, and never from the new-URL band
-    into the revisit band below 0 (the SQLite and Redis engines apply the same rule in SQL and
-    Lua, next to their rows)."""
-    if not (rules.inlink_weight and 1 <= inlinks_before <= rules.inlink_cap):
-        return priority
-    if priority >= 0:
-        return max(priority - rules.inlink_weight, 0)
-    return priority - rules.inlink_weight

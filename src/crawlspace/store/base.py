@@ -6,13 +6,11 @@ Every method takes ``now`` from the caller: stores never read a clock, so they r
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from crawlspace.bands import FrontQueues
-from crawlspace.frontier.priority import PriorityRules
 from crawlspace.limits import AddressPolicy
 from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
@@ -30,23 +28,12 @@ class FrontierLimits:
     # Recrawl: when a host has both due revisits and new URLs queued, about this share of its
     # leases go to revisits (the rest to new URLs), so neither starves the other.
     revisit_share: float = 0.5
-    # In-link points (frontier/priority.py: weight per further linking page, up to cap pages;
-    # 0 turns them off), as in CrawlConfig.
-    inlink_weight: int = 1
-    inlink_cap: int = 10
     # AOPIC's Lambda tax (frontier/aopic.py) when the priority policy is "aopic", else None.
     aopic_tax: float | None = None
     # Cross-host order: the front band of each host's best URL, with aging (bands.py).
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
     # Per server address: in-flight tokens and gap (limits.py).
     address: AddressPolicy = AddressPolicy()  # noqa: RUF009 - frozen, so sharing is safe
-
-    def priority_rules(self) -> PriorityRules:
-        """The link-driven priority rules these limits carry (in-links, or AOPIC's tax)."""
-        rules = PriorityRules(inlink_weight=self.inlink_weight, inlink_cap=self.inlink_cap)
-        if self.aopic_tax is None:
-            return rules
-        return dataclasses.replace(rules, policy="aopic", aopic_tax=self.aopic_tax)
 
 
 @dataclass(frozen=True, slots=True)

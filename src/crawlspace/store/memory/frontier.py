@@ -256,7 +256,7 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
                 if new.host_key == host.key:
                     self._reprioritize(new, new.priority + effects.sink)
         if not retry:
-            self._links.after_page(admitted, cash, len(self._by_id) - 1)
+            self._links.after_page(admitted, cash, len(self._by_id) - 1, plan.inlinks)
         return admitted
 
     def promote_due(self, now: float, limit: int = 1000) -> int:

@@ -1,7 +1,6 @@
-"""What a fetched page's links do in the memory engine: in-link points and AOPIC's cash. The
-rules are the pure functions the SQLite and Redis engines apply next to their rows
-(frontier/priority.py inlink_priority, frontier/aopic.py); here they only meet the in-memory
-records.
+"""What a fetched page's links do in the memory engine: in-link points (as the completion's plan
+steps them, plans.py InlinkStep) and AOPIC's cash (frontier/aopic.py, which the SQLite and Redis
+engines apply next to their rows too); here they only meet the in-memory records.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ from crawlspace.frontier.aopic import (
     page_cash,
     split_cash,
 )
-from crawlspace.frontier.priority import inlink_priority
 from crawlspace.lifecycle import UrlState
+from crawlspace.plans import InlinkStep
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.memory.records import MemUrl
@@ -43,7 +42,6 @@ class LinkPolicy:
 
     def __init__(self, limits: FrontierLimits, reprioritize: Callable[[MemUrl, int], None]):
         self._limits = limits
-        self._rules = limits.priority_rules()
         self._reprioritize = reprioritize
         self.lambda_total = 0.0
 
@@ -78,10 +76,18 @@ class LinkPolicy:
         cash = page_cash(url.cash, url.lambda_paid, self.lambda_total)
         url.cash, url.lambda_paid = 0.0, self.lambda_total
         url.priority = NO_CASH_PRIORITY - (REVISIT_BAND if url.priority < 0 else 0)
-        return split_cash(cash, outlinks, self._rules.aopic_tax)
+        tax = self._limits.aopic_tax
+        assert tax is not None  # (aopic)
+        return split_cash(cash, outlinks, tax)
 
-    def after_page(self, admitted: Admitted, cash: tuple[float, float], known_urls: int) -> None:
-        """A finished visit's links: in-links and cash."""
+    def after_page(
+        self,
+        admitted: Admitted,
+        cash: tuple[float, float],
+        known_urls: int,
+        step: InlinkStep | None,
+    ) -> None:
+        """A finished visit's links: in-links (moved by the plan's ``step``) and cash."""
         share, to_lambda = cash
         for url in admitted.new:
             url.inlinks = 1
@@ -94,7 +100,7 @@ class LinkPolicy:
                 url.cash += share
                 band = REVISIT_BAND if url.priority < 0 else 0
                 self._reprioritize(url, cash_priority(url.cash) - band)
-            elif url.state is UrlState.QUEUED:
-                self._reprioritize(url, inlink_priority(url.priority, before, self._rules))
+            elif step is not None and url.state is UrlState.QUEUED:
+                self._reprioritize(url, step.moved(url.priority, before))
         if to_lambda > 0.0:
             self.lambda_total = lambda_per_page(self.lambda_total, to_lambda, known_urls)

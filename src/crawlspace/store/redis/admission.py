@@ -69,7 +69,8 @@ def admit(
         frontier.client.sadd(f"{frontier.namespace}:seeds", *seeds)
     cap = frontier.limits.max_pages_per_host
     head = (num(now), -1 if cap is None else cap, frontier.limits.max_in_flight_per_host)
-    weight, inlink_cap = frontier.limits.inlink_weight, frontier.limits.inlink_cap
+    inlinks = plan.inlinks
+    weight, inlink_cap = (inlinks.points, inlinks.pages) if inlinks is not None else (0, 0)
     if page_host is None or not inlink_cap:
         weight = inlink_cap = 0
     aopic = ("", "") if cash is None else (repr(cash[0]), repr(cash[1]))

@@ -200,5 +200,5 @@ def _take_links(
         )
     if not requeue:
         created = set(admitted) if counted_at_insert else set()
-        ranking.pass_on(db, cash, [c.url for c in links if c.url not in created])
+        ranking.pass_on(db, cash, [c.url for c in links if c.url not in created], plan.inlinks)
     return same_host

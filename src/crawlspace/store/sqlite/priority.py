@@ -1,6 +1,7 @@
 """The SQLite side of URL priority: in-link counts and AOPIC cash, applied as links arrive.
 
-The points are pure (frontier/priority.py, frontier/aopic.py). Here they meet rows: after a
+The in-link points are the completion's plan's (plans.py InlinkStep), AOPIC's cash rules pure
+(frontier/aopic.py). Here they meet rows: after a
 page's links are added, one ``executemany`` bumps each target's in-link count and moves it in its
 host queue (score policy: a few points earlier per linking page; aopic: the page's cash share and
 the priority that cash buys). Everything runs inside the caller's completion transaction.
@@ -21,7 +22,7 @@ from crawlspace.frontier.aopic import (
     page_cash,
     split_cash,
 )
-from crawlspace.frontier.priority import PriorityRules
+from crawlspace.plans import InlinkStep
 
 __all__ = ["Ranking", "migrate"]
 
@@ -51,13 +52,13 @@ _BANDED: Final = (
 class Ranking:
     """One store's priority policy, and AOPIC's Lambda total (the store is its only writer)."""
 
-    def __init__(self, rules: PriorityRules | None = None) -> None:
-        self.rules = rules or PriorityRules()
+    def __init__(self, aopic_tax: float | None = None) -> None:
+        self.aopic_tax = aopic_tax  # None: the score policy
         self._lambda: float | None = None
 
     @property
     def aopic(self) -> bool:
-        return self.rules.policy == "aopic"
+        return self.aopic_tax is not None
 
     def _lambda_per_page(self, db: sqlite3.Connection) -> float:
         if self._lambda is None:
@@ -79,28 +80,35 @@ class Ranking:
         )
         return page_cash(float(row[0]), float(row[1]), lam)
 
-    def pass_on(self, db: sqlite3.Connection, cash: float, targets: Sequence[str]) -> None:
-        """A visit's followed links: in-link counts, and under AOPIC the page's cash."""
+    def pass_on(
+        self,
+        db: sqlite3.Connection,
+        cash: float,
+        targets: Sequence[str],
+        step: InlinkStep | None,
+    ) -> None:
+        """A visit's followed links: in-link counts (moved as the plan's ``step`` says), and
+        under AOPIC the page's cash."""
         if not targets and not (self.aopic and cash > 0.0):
             return
-        if not self.aopic:
-            if self.rules.inlink_weight and self.rules.inlink_cap:
+        if self.aopic_tax is None:
+            if step is not None and step.points and step.pages:
                 # A new URL's priority stays >= 0: below 0 is the revisit band
                 # (sqlite/revisit.py), where it would be taken for a due revisit.
-                weight = self.rules.inlink_weight
+                weight = step.points
                 db.executemany(
                     "UPDATE urls SET inlinks = inlinks + 1, priority = CASE WHEN"
                     " state = 'queued' AND inlinks BETWEEN 1 AND ? THEN CASE WHEN priority >= 0"
                     " THEN MAX(priority - ?, 0) ELSE priority - ? END ELSE priority END"
                     " WHERE url = ?",
-                    [(self.rules.inlink_cap, weight, weight, url) for url in targets],
+                    [(step.pages, weight, weight, url) for url in targets],
                 )
             else:
                 db.executemany(
                     "UPDATE urls SET inlinks = inlinks + 1 WHERE url = ?", [(u,) for u in targets]
                 )
             return
-        share, to_lambda = split_cash(cash, len(targets), self.rules.aopic_tax)
+        share, to_lambda = split_cash(cash, len(targets), self.aopic_tax)
         lam = self._lambda_per_page(db)
         db.executemany(
             f"UPDATE urls SET inlinks = inlinks + 1, priority = {_BANDED}, cash = cash + ?,"
