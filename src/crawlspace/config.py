@@ -8,14 +8,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from crawlspace.bands import FrontQueues
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.errors import ConfigError
 from crawlspace.fetch.settings import ResolveOverride
-from crawlspace.frontier.front_queues import front_queues
-from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
-from crawlspace.frontier.revisit import RevisitPolicy
-from crawlspace.frontier.trap_yield import YieldRules
+from crawlspace.frontier.priority import PriorityPolicy
 from crawlspace.version import __version__
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
@@ -189,29 +185,6 @@ class CrawlConfig:
         from crawlspace.config_checks import check_config
 
         check_config(self)
-
-    def priority_rules(self) -> PriorityRules:
-        return PriorityRules(
-            self.priority_policy,
-            compile_priority_patterns(self.priority_patterns),
-            self.inlink_weight,
-            self.inlink_cap,
-            self.aopic_tax,
-        )
-
-    def front_queues(self) -> FrontQueues:
-        return front_queues(self.priority_policy, self.host_priority_aging)
-
-    def yield_rules(self) -> YieldRules:
-        return YieldRules(self.trap_sample, self.trap_sibling_share, self.trap_sibling_new_pairs)
-
-    def revisit_policy(self) -> RevisitPolicy:
-        return RevisitPolicy(
-            self.revisit_min_interval,
-            self.revisit_max_interval,
-            self.revisit_initial_interval,
-            self.revisit_gone_interval,
-        )
 
     def replace(self, **changes: Any) -> CrawlConfig:
         return dataclasses.replace(self, **changes)

@@ -13,6 +13,8 @@ from crawlspace.config import KIB, CrawlConfig, Scope, type_error
 from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
 from crawlspace.frontier.budgets import compile_excludes
+from crawlspace.frontier.front_queues import front_queues
+from crawlspace.frontier.priority import PriorityRules, compile_priority_patterns
 
 
 def check_config(config: CrawlConfig) -> None:
@@ -111,8 +113,15 @@ def _check_rules(config: CrawlConfig) -> None:
     """Patterns and rules that must compile."""
     try:
         compile_excludes(config.exclude)
-        config.priority_rules()
-        config.front_queues()
+        # Built as crawl/setup.py builds them, for the errors their constructors raise.
+        PriorityRules(
+            config.priority_policy,
+            compile_priority_patterns(config.priority_patterns),
+            config.inlink_weight,
+            config.inlink_cap,
+            config.aopic_tax,
+        )
+        front_queues(config.priority_policy, config.host_priority_aging)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     for net in config.allow_nets:

@@ -24,7 +24,7 @@ from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.host_rules import HostRules
 from crawlspace.crawl.robots_visit import robots_retrying
-from crawlspace.crawl.setup import completion_policy
+from crawlspace.crawl.setup import completion_policy, revisit_policy, yield_rules
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
 from crawlspace.faults import crash_point, drop_ack
@@ -117,14 +117,14 @@ class LeaseRunner:
         self._parts = parts
         self._store = parts.store
         self._committer = GroupCommitter(parts.store, parts.clock.now)
-        self._revisit = parts.config.revisit_policy()
+        self._revisit = revisit_policy(parts.config)
         self._policy = completion_policy(parts.config)
         self._add_sitemaps = add_sitemaps
         self._request_stop = request_stop
         self.robots = RobotsCache(parts.store, parts.clock.now)
         self.host_rules = HostRules(
             parts.store,
-            parts.config.yield_rules(),
+            yield_rules(parts.config),
             parts.clock.now,
             learn_equivalence=parts.config.learn_url_equivalence,
         )

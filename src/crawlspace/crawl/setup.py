@@ -1,7 +1,8 @@
 """Opening a crawl: the output directory's lock, the settings it remembers, its store, its rules.
 
 Each function builds one part the Crawler wires together from the one ``CrawlConfig``; a worker
-(``crawl/worker.py``) builds the same frontier limits and rules for its shared frontier.
+(``crawl/worker.py``) builds the same frontier limits and rules for its shared frontier. This is
+the one place settings become policy objects: ``config.py`` holds values only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from crawlspace.bands import FrontQueues
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.settings import given_by_default, settle, stored_form
 from crawlspace.dedup.near_index import NearDuplicateIndex
@@ -23,7 +25,11 @@ from crawlspace.discovery.scope import Scope
 from crawlspace.errors import OutputDirError
 from crawlspace.fetch.settings import FetchSettings
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
+from crawlspace.frontier.front_queues import front_queues
 from crawlspace.frontier.plans import CompletionPolicy
+from crawlspace.frontier.priority import PriorityRules, compile_priority_patterns
+from crawlspace.frontier.revisit import RevisitPolicy
+from crawlspace.frontier.trap_yield import YieldRules
 from crawlspace.limits import AddressPolicy
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite.readonly import read_meta
@@ -32,6 +38,37 @@ from crawlspace.store.sqlite.store import SqliteStore
 log = logging.getLogger("crawlspace.crawl")
 # crawl.db meta: the settings the crawl started with (crawl/settings.py).
 SETTINGS_KEY = "crawl_settings"
+
+
+def priority_rules(config: CrawlConfig) -> PriorityRules:
+    """How a link's priority is scored within its host's queue (frontier/priority.py)."""
+    return PriorityRules(
+        config.priority_policy,
+        compile_priority_patterns(config.priority_patterns),
+        config.inlink_weight,
+        config.inlink_cap,
+        config.aopic_tax,
+    )
+
+
+def front_bands(config: CrawlConfig) -> FrontQueues:
+    """Which ready host goes first (bands.py; the bands of frontier/front_queues.py)."""
+    return front_queues(config.priority_policy, config.host_priority_aging)
+
+
+def yield_rules(config: CrawlConfig) -> YieldRules:
+    """Trap detection by yield (frontier/trap_yield.py)."""
+    return YieldRules(config.trap_sample, config.trap_sibling_share, config.trap_sibling_new_pairs)
+
+
+def revisit_policy(config: CrawlConfig) -> RevisitPolicy:
+    """When a fetched URL is visited again (frontier/revisit.py)."""
+    return RevisitPolicy(
+        config.revisit_min_interval,
+        config.revisit_max_interval,
+        config.revisit_initial_interval,
+        config.revisit_gone_interval,
+    )
 
 
 def fetch_settings(config: CrawlConfig) -> FetchSettings:
@@ -59,7 +96,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         # An expired lease may hide a request that just ended: its host keeps the minimum gap.
         lost_lease_gap=config.min_delay,
         revisit_share=config.revisit_share,
-        front=config.front_queues(),
+        front=front_bands(config),
         aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
     )
@@ -114,7 +151,7 @@ def link_discovery(config: CrawlConfig, scope: Scope, filters: Sequence[UrlFilte
                 config.max_query_params,
                 compile_excludes(config.exclude),
             ),
-            config.priority_rules(),
+            priority_rules(config),
         ),
         scope,
         filters,
