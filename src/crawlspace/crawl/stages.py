@@ -24,9 +24,9 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from crawlspace.discovery.links import Admission, Discovery
-from crawlspace.parse.processors import ContentProcessor, ProcessedContent, process_and_admit
-from crawlspace.parse.worker import start_parse_worker
+from crawlspace.crawl.parse_jobs import ParsedPage, parse_and_admit, start_parse_worker
+from crawlspace.discovery.links import Discovery
+from crawlspace.parse.processors import ContentProcessor
 
 T = TypeVar("T")
 log = logging.getLogger("crawlspace.crawl.stages")
@@ -53,7 +53,7 @@ class StagePools:
         self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
             # spawn: a clean child (never a fork of a process that runs threads) whose parent is
-            # the crawler itself, so the worker can see it go (parse/worker.py).
+            # the crawler itself, so the worker can see it go (parse_jobs.py).
             context = multiprocessing.get_context("spawn")
             self._processes = ProcessPoolExecutor(
                 parse_workers,
@@ -75,10 +75,10 @@ class StagePools:
             self._placement[fn] = executor
         return executor
 
-    async def parse(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def parse(self, call: functools.partial[T]) -> T:
+        """A parse job on a worker process (its function and arguments picklable)."""
         loop = asyncio.get_running_loop()
-        call = functools.partial(fn, *args, **kwargs)
-        executor = self._executor_for(fn)
+        executor = self._processes or self._threads
         try:
             return await loop.run_in_executor(executor, call)
         except BrokenProcessPool:
@@ -99,25 +99,28 @@ class StagePools:
         product_token: str,
         parent_depth: int,
         header_nofollow: bool,
-    ) -> tuple[ProcessedContent, Admission | None]:
-        """``processor`` on a worker process where it can go (then the worker also admits the
-        links: parse/processors.py), else on a thread; the admission is None when not done there."""
-        kwargs = {"url": url, "content_type": content_type, "product_token": product_token}
-        if self._executor_for(processor) is not self._threads:
-            content, admission = await self.parse(
-                process_and_admit,
-                processor,
-                body,
-                **kwargs,
-                parent_depth=parent_depth,
-                header_nofollow=header_nofollow,
-            )
-            if admission is not None and self._scope_changed():
-                # Seeds added during the crawl widened the scope after the workers got their
-                # copy: the loop admits again with the current one (links travel back too).
-                return await self.parse(processor, body, **kwargs), None
-            return content, admission
-        return await self.parse(processor, body, **kwargs), None
+    ) -> ParsedPage:
+        """``processor`` and the first half of link admission on a worker process where the
+        processor can go (then the worker also admits the links: parse_jobs.py), else on a
+        thread."""
+        job = functools.partial(
+            parse_and_admit,
+            processor,
+            body,
+            url=url,
+            content_type=content_type,
+            product_token=product_token,
+            parent_depth=parent_depth,
+            header_nofollow=header_nofollow,
+        )
+        if self._executor_for(processor) is self._threads:
+            return await self.in_thread(job)
+        page = await self.parse(job)
+        if page.admission is not None and self._scope_changed():
+            # Seeds added during the crawl widened the scope after the workers got their
+            # copy: the loop admits again with the current one (links travel back too).
+            return await self.in_thread(job)
+        return page
 
     def _scope_changed(self) -> bool:
         return self._discovery is not None and self._discovery.scope.revision != (

@@ -33,7 +33,7 @@ from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 from crawlspace.frontier.backoff import THROTTLE_NOTE, HostWait, throttle_note
 from crawlspace.parse.directives import parse_x_robots_tag
-from crawlspace.parse.processors import ProcessedContent, admit_links
+from crawlspace.parse.processors import ProcessedContent
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
 from crawlspace.records import Completion, Lease, RobotsRecord
 from crawlspace.robots import RobotsTxt
@@ -193,7 +193,7 @@ class Visitor(RobotsVisits):
         header_directives = parse_x_robots_tag(
             response.header_values("x-robots-tag"), self.config.product_token
         )
-        content, in_worker = await self.pools.parse_page(
+        page = await self.pools.parse_page(
             processor,
             response.body,
             url=response.url,
@@ -202,15 +202,10 @@ class Visitor(RobotsVisits):
             parent_depth=lease.depth,
             header_nofollow=header_directives.nofollow,
         )
-        if in_worker is not None:
-            admission = in_worker
-        else:  # not admitted in a parse worker (crawl/stages.py): here, then
-            admission = admit_links(
-                self.discovery,
-                content,
-                parent_depth=lease.depth,
-                header_nofollow=header_directives.nofollow,
-            )
+        content = page.content
+        admission = page.admit(
+            self.discovery, parent_depth=lease.depth, header_nofollow=header_directives.nofollow
+        )
         if self.config.path_ascending:
             self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
         completion = replace(

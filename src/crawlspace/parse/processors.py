@@ -6,15 +6,12 @@ A processor is a plain synchronous function so it can run in a worker thread or 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from crawlspace.dedup.simhash import simhash_and_sketch
 from crawlspace.dedup.sketch import Sketch
-from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
-from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.html import extract
 from crawlspace.urls import host_key, normalize
 
@@ -28,14 +25,13 @@ class ProcessedContent:
     noindex: bool = False
     nofollow: bool = False
     # The built-in HTML processor does this work where it parses (a worker process), so the
-    # crawl loop, the bottleneck, does not: the text's hashes, and the links normalized and
-    # counted (``links`` is then empty). Other processors may leave them None. With the hashes
-    # present the text itself is not needed by the loop: the HTML processor leaves it behind
-    # rather than pickle tens of KB per page back across the process boundary.
+    # crawl loop, the bottleneck, does not: the text's hashes (its links are normalized there
+    # too, crawl/parse_jobs.py). Other processors may leave them None. With the hashes present
+    # the text itself is not needed by the loop: the HTML processor leaves it behind rather
+    # than pickle tens of KB per page back across the process boundary.
     text_sha256: str | None = None
     simhash: int | None = None
     sketch: Sketch | None = None  # dedup/sketch.py, for trap detection by yield
-    prelinks: PreLinks | None = None
 
 
 class ContentProcessor(Protocol):
@@ -58,7 +54,7 @@ def process_html(
         links.append((canonical, False))
     return ProcessedContent(
         base_url=page.base_url,
-        prelinks=prenormalize(links, page.base_url),
+        links=links,
         text_sha256=hashlib.sha256(page.text.encode()).hexdigest() if page.text else None,
         simhash=simhash,
         sketch=sketch,
@@ -66,59 +62,6 @@ def process_html(
         noindex=page.directives.noindex,
         nofollow=page.directives.nofollow,
     )
-
-
-# The crawl's link admission, installed in each parse worker process when it starts
-# (crawl/stages.py), so the per-URL policy, scope and trap checks run there, not in the loop.
-_worker_discovery: Discovery | None = None
-
-
-def install_discovery(discovery: Discovery | None) -> None:
-    global _worker_discovery  # noqa: PLW0603 -- one per worker process, set once at its start
-    _worker_discovery = discovery
-
-
-def admit_links(
-    discovery: Discovery,
-    content: ProcessedContent,
-    *,
-    parent_depth: int,
-    header_nofollow: bool,
-) -> Admission:
-    """The page's links through the crawl's admission (in a parse worker, or in the loop when
-    the worker could not): normalized ones as they are, a custom processor's hrefs first
-    normalized against the page's base."""
-    prelinks = content.prelinks
-    if prelinks is None:
-        prelinks = prenormalize(content.links, content.base_url)
-    return discovery.admit_prenormalized(
-        prelinks, parent_depth=parent_depth, page_nofollow=content.nofollow or header_nofollow
-    )
-
-
-def process_and_admit(
-    processor: ContentProcessor,
-    body: bytes,
-    *,
-    url: str,
-    content_type: str | None,
-    product_token: str,
-    parent_depth: int,
-    header_nofollow: bool,
-) -> tuple[ProcessedContent, Admission | None]:
-    """Run ``processor`` (in a parse worker process); then, where a Discovery is installed,
-    admit its normalized links as the crawl loop would (``None``: not admitted here, the loop
-    does it)."""
-    content = processor(body, url=url, content_type=content_type, product_token=product_token)
-    if len(body) >= TRIM_AFTER_BYTES:
-        release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)
-    if _worker_discovery is None or content.prelinks is None:
-        return content, None
-    admission = admit_links(
-        _worker_discovery, content, parent_depth=parent_depth, header_nofollow=header_nofollow
-    )
-    # The loop needs the admission only: the normalized links need not travel back too.
-    return dataclasses.replace(content, prelinks=None), admission
 
 
 class ProcessorRegistry:
