@@ -20,6 +20,7 @@ from typing import Protocol
 
 __all__ = [
     "NO_PLAN",
+    "CashRule",
     "CompletionPlan",
     "ContentIndex",
     "ContentVerdict",
@@ -135,6 +136,33 @@ class CompletionPlan(Protocol):
     def after_links(self, found: int) -> LinkEffects:
         """Once its links are admitted: ``found`` is how many new URLs they queued, or would
         have but for the per-host page budget."""
+        ...
+
+
+class CashRule(Protocol):
+    """AOPIC's rules (frontier/aopic.py), as every engine applies them to the cash it keeps:
+    a URL's cash and the Lambda total it was last paid at, and the crawl's Lambda total per
+    known page. The engine stores and adds amounts; every figure comes from here."""
+
+    @property
+    def seed(self) -> float:
+        """A seed's (or a declared sitemap's) cash."""
+        ...
+
+    def owed(self, cash: float, lambda_paid: float, lambda_total: float) -> float:
+        """A page's cash when its visit ends, Lambda's payments since it was last paid in."""
+        ...
+
+    def split(self, cash: float, outlinks: int) -> tuple[float, float]:
+        """(each outlink's share, Lambda's cut) of a finished page's cash."""
+        ...
+
+    def lambda_share(self, cut: float, known: int) -> float:
+        """What Lambda's ``cut`` adds to its per-page total, with ``known`` URLs known."""
+        ...
+
+    def price(self, cash: float) -> int:
+        """The priority ``cash`` buys in its host's queue (not counting a revisit's band)."""
         ...
 
 

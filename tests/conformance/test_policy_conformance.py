@@ -14,6 +14,7 @@ import dataclasses
 
 import pytest
 
+from crawlspace.frontier.aopic import Aopic
 from crawlspace.frontier.budgets import DAY, WINDOW_NOTE, keyed_budgets
 from crawlspace.frontier.plans import CompletionPolicy, plan_completion
 from crawlspace.frontier.revisit import RevisitPolicy, plan_revisit
@@ -344,7 +345,7 @@ def test_aopic_cash_moves_a_url_linked_by_a_richer_path_earlier(
     # The seed's cash (1.0, less the tax) is split over /a, /b, /c (0.3 each); /a then hands its
     # 0.3 and Lambda's payment on to /c alone, so /c holds about twice /b's cash and goes first.
     # Under the score policy (tax None) /b, found before /c at the same depth, goes first.
-    frontier = make_frontier(FrontierLimits(aopic_tax=tax))
+    frontier = make_frontier(FrontierLimits(cash=None if tax is None else Aopic(tax)))
     policy = CompletionPolicy(inlink_weight=0)
     frontier.add([cand(HOST, "/", priority=0, depth=0)], 0.0)
     open_host(frontier, 0.0)

@@ -13,6 +13,7 @@ import pytest
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
+from crawlspace.frontier.aopic import Aopic
 from crawlspace.frontier.plans import CompletionPolicy, plan_completion
 from crawlspace.frontier.priority import PriorityRules
 from crawlspace.records import Completion, Lease, UrlCandidate
@@ -50,7 +51,7 @@ _POLICIES: dict[int, CompletionPolicy] = {}
 def _store(path: Path, rules: PriorityRules) -> SqliteStore:
     store = SqliteStore(path)
     aopic = rules.policy == "aopic"
-    store.ranking = Ranking(rules.aopic_tax if aopic else None)
+    store.ranking = Ranking(store._db, Aopic(rules.aopic_tax) if aopic else None)
     weight = 0 if aopic else rules.inlink_weight
     _POLICIES[id(store)] = CompletionPolicy(inlink_weight=weight, inlink_cap=rules.inlink_cap)
     # Robots answered for both hosts, so leases go straight to pages.

@@ -24,6 +24,7 @@ from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.errors import OutputDirError
 from crawlspace.fetch.settings import FetchSettings
+from crawlspace.frontier.aopic import Aopic
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
 from crawlspace.frontier.front_queues import front_queues
 from crawlspace.frontier.plans import CompletionPolicy
@@ -97,7 +98,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         lost_lease_gap=config.min_delay,
         revisit_share=config.revisit_share,
         front=front_bands(config),
-        aopic_tax=config.aopic_tax if config.priority_policy == "aopic" else None,
+        cash=Aopic(config.aopic_tax) if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
     )
 

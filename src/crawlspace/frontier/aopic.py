@@ -20,12 +20,14 @@ fetched includes what Lambda paid since it was added) and orders by the cash rec
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 __all__ = [
     "NO_CASH_PRIORITY",
     "POINTS_PER_DOUBLING",
     "SEED_CASH",
     "TOP_EXPONENT",
+    "Aopic",
     "cash_priority",
     "lambda_per_page",
     "page_cash",
@@ -69,3 +71,23 @@ def lambda_per_page(total: float, to_lambda: float, known: int) -> float:
     """Lambda's per-page total after it receives ``to_lambda``: it links to every known page,
     so each of the ``known`` pages is owed an equal part."""
     return total + to_lambda / max(known, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Aopic:
+    """AOPIC's rules as the engines apply them (plans.py CashRule), with Lambda's ``tax``."""
+
+    tax: float
+    seed: float = SEED_CASH
+
+    def owed(self, cash: float, lambda_paid: float, lambda_total: float) -> float:
+        return page_cash(cash, lambda_paid, lambda_total)
+
+    def split(self, cash: float, outlinks: int) -> tuple[float, float]:
+        return split_cash(cash, outlinks, self.tax)
+
+    def lambda_share(self, cut: float, known: int) -> float:
+        return lambda_per_page(0.0, cut, known)
+
+    def price(self, cash: float) -> int:
+        return cash_priority(cash)

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from crawlspace.bands import FrontQueues
 from crawlspace.limits import AddressPolicy
-from crawlspace.plans import Outcome
+from crawlspace.plans import CashRule, Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 
 
@@ -28,8 +28,9 @@ class FrontierLimits:
     # Recrawl: when a host has both due revisits and new URLs queued, about this share of its
     # leases go to revisits (the rest to new URLs), so neither starves the other.
     revisit_share: float = 0.5
-    # AOPIC's Lambda tax (frontier/aopic.py) when the priority policy is "aopic", else None.
-    aopic_tax: float | None = None
+    # AOPIC's rules (plans.py CashRule, frontier/aopic.py) when the priority policy is "aopic":
+    # the engine keeps the cash, the rules say every amount. None: the score policy.
+    cash: CashRule | None = None
     # Cross-host order: the front band of each host's best URL, with aging (bands.py).
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
     # Per server address: in-flight tokens and gap (limits.py).

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.lifecycle import UrlState
 from crawlspace.plans import NO_PLAN, CompletionPlan
 from crawlspace.records import UrlCandidate
@@ -37,7 +36,7 @@ class MemoryAdmission:
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
         admitted = Admitted()
-        result = self._admit(self._links.priced(candidates, SEED_CASH), NO_PLAN, admitted)
+        result = self._admit(self._links.priced(candidates, seeded=True), NO_PLAN, admitted)
         self._links.endow(admitted)  # AOPIC: seeds and sitemaps start with the seed cash
         return result
 

@@ -26,6 +26,7 @@ from crawlspace.records import (
     Lease,
     LeaseKind,
     RobotsRecord,
+    UrlCandidate,
 )
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.memory.addresses import AddressTokens, OwnedAddressTokens
@@ -239,12 +240,12 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
         """Admit the page's links under its plan's budgets and apply what they led to (the
         plan's notes and sink); a finished visit's links also carry its cash and count as
         in-links (links.py), a retry's are only admitted."""
-        cash = (0.0, 0.0) if retry else self._links.take_cash(url, len(completion.discovered))
-        links = completion.discovered
+        links: Sequence[UrlCandidate] = completion.discovered
+        cash = (0.0, 0.0)
+        if not retry:
+            links, cash = self._links.take_cash(url, links)
         admitted = Admitted()
         if links:
-            if not retry:
-                links = self._links.priced(links, cash[0])
             result = self._admit(links, plan, admitted)
             for reason, n in result.rejected.items():
                 rejections[reason] = rejections.get(reason, 0) + n

@@ -10,14 +10,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from crawlspace.bands import REVISIT_BAND
-from crawlspace.frontier.aopic import (
-    NO_CASH_PRIORITY,
-    SEED_CASH,
-    cash_priority,
-    lambda_per_page,
-    page_cash,
-    split_cash,
-)
 from crawlspace.lifecycle import UrlState
 from crawlspace.plans import InlinkStep
 from crawlspace.records import UrlCandidate
@@ -38,47 +30,49 @@ class Admitted:
 
 
 class LinkPolicy:
-    """The link-driven priority rules and AOPIC's Lambda total of one memory frontier."""
+    """What a page's links do to the URLs they reach in one memory frontier: in-link steps (a
+    completion's plan) and AOPIC's cash by its rules (``limits.cash``), with Lambda's total."""
 
     def __init__(self, limits: FrontierLimits, reprioritize: Callable[[MemUrl, int], None]):
-        self._limits = limits
+        self._cash = limits.cash
         self._reprioritize = reprioritize
         self.lambda_total = 0.0
 
-    @property
-    def aopic(self) -> bool:
-        return self._limits.aopic_tax is not None
-
-    def priced(self, candidates: Sequence[UrlCandidate], cash: float) -> list[UrlCandidate]:
-        """AOPIC: the candidates at the priority ``cash`` buys (each new one starts with it)."""
-        if not self.aopic:
+    def priced(self, candidates: Sequence[UrlCandidate], seeded: bool) -> list[UrlCandidate]:
+        """AOPIC, for URLs added directly (``seeded``): the priority a seed's cash buys."""
+        if self._cash is None or not seeded:
             return list(candidates)
-        priority = cash_priority(cash)
+        priority = self._cash.price(self._cash.seed)
         return [dataclasses.replace(c, priority=priority) for c in candidates]
 
     def endow(self, admitted: Admitted) -> None:
         """AOPIC, for URLs added directly (seeds, sitemaps): the seed cash, once."""
-        if not self.aopic:
+        rule = self._cash
+        if rule is None:
             return
         for url in admitted.new:
-            url.cash, url.lambda_paid = SEED_CASH, self.lambda_total
+            url.cash, url.lambda_paid = rule.seed, self.lambda_total
         for url in admitted.known:
             fresh = url.version == 1 and not url.cash and not url.inlinks
             if url.state is UrlState.QUEUED and fresh:
-                url.cash, url.lambda_paid = SEED_CASH, self.lambda_total
-                self._reprioritize(url, cash_priority(SEED_CASH))
+                url.cash, url.lambda_paid = rule.seed, self.lambda_total
+                self._reprioritize(url, rule.price(rule.seed))
 
-    def take_cash(self, url: MemUrl, outlinks: int) -> tuple[float, float]:
-        """AOPIC, when a visit ends: (each outlink's share, Lambda's cut) of the page's cash,
-        which it no longer holds. (0, 0) under the score policy."""
-        if not self.aopic:
-            return 0.0, 0.0
-        cash = page_cash(url.cash, url.lambda_paid, self.lambda_total)
+    def take_cash(
+        self, url: MemUrl, links: Sequence[UrlCandidate]
+    ) -> tuple[list[UrlCandidate], tuple[float, float]]:
+        """AOPIC, when a visit ends: the page's links at the priority their share buys, and
+        (each link's share, Lambda's cut) of the page's cash, which it no longer holds. The
+        links as they are and (0, 0) under the score policy."""
+        rule = self._cash
+        if rule is None:
+            return list(links), (0.0, 0.0)
+        cash = rule.owed(url.cash, url.lambda_paid, self.lambda_total)
         url.cash, url.lambda_paid = 0.0, self.lambda_total
-        url.priority = NO_CASH_PRIORITY - (REVISIT_BAND if url.priority < 0 else 0)
-        tax = self._limits.aopic_tax
-        assert tax is not None  # (aopic)
-        return split_cash(cash, outlinks, tax)
+        url.priority = rule.price(0.0) - (REVISIT_BAND if url.priority < 0 else 0)
+        share, to_lambda = rule.split(cash, len(links))
+        priority = rule.price(share)
+        return [dataclasses.replace(c, priority=priority) for c in links], (share, to_lambda)
 
     def after_page(
         self,
@@ -89,18 +83,19 @@ class LinkPolicy:
     ) -> None:
         """A finished visit's links: in-links (moved by the plan's ``step``) and cash."""
         share, to_lambda = cash
+        rule = self._cash
         for url in admitted.new:
             url.inlinks = 1
-            if self.aopic:
+            if rule is not None:
                 url.cash, url.lambda_paid = share, self.lambda_total
         for url in admitted.known:
             before = url.inlinks
             url.inlinks += 1
-            if self.aopic:
+            if rule is not None:
                 url.cash += share
                 band = REVISIT_BAND if url.priority < 0 else 0
-                self._reprioritize(url, cash_priority(url.cash) - band)
+                self._reprioritize(url, rule.price(url.cash) - band)
             elif step is not None and url.state is UrlState.QUEUED:
                 self._reprioritize(url, step.moved(url.priority, before))
-        if to_lambda > 0.0:
-            self.lambda_total = lambda_per_page(self.lambda_total, to_lambda, known_urls)
+        if rule is not None and to_lambda > 0.0:
+            self.lambda_total += rule.lambda_share(to_lambda, known_urls)

@@ -6,9 +6,8 @@ and compare."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from crawlspace.frontier.aopic import cash_priority
 from crawlspace.plans import CompletionPlan
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
@@ -16,7 +15,18 @@ from crawlspace.store.redis.codec import ADD_CHUNK, num
 from crawlspace.store.redis.index import BucketIndex
 from crawlspace.urls import host_key
 
-__all__ = ["Admitting", "admit", "exclude"]
+__all__ = ["Admission", "Admitting", "admit", "exclude"]
+
+
+class Admission(NamedTuple):
+    """What an admission did: its result, the ids and URLs it queued on the page's host, and
+    the flat (id, cash, 1 if in the revisit band) triples of known URLs whose cash grew (AOPIC:
+    to be priced, store/redis/cash.py)."""
+
+    result: AddResult
+    ids: list[str]
+    urls: list[str]
+    grown: list[object]
 
 
 class Admitting(Protocol):
@@ -41,16 +51,15 @@ def admit(
     plan: CompletionPlan,
     *,
     page_host: str | None = None,
-    cash: tuple[float, float] | None = None,
-) -> tuple[AddResult, list[str], list[str]]:
+    cash: tuple[float, float, int] | None = None,
+) -> Admission:
     """Enqueue-if-new with the per-host cap and the plan's keyed budgets (each candidate's keys
     are the plan's; the script only counts and compares). A fetched
     page's links (``page_host`` given) are its in-links too. Under AOPIC ``cash`` is
-    (Lambda's per-page total, each candidate's cash), and a new URL's priority is what that
-    cash buys. Returns the result, and the ids and URLs admitted on ``page_host``."""
+    (Lambda's per-page total, each candidate's cash, the priority that cash buys)."""
     by_bucket: dict[int, list[object]] = {}
     caps = plan.caps
-    priority = None if cash is None else cash_priority(cash[1])
+    priority = None if cash is None else cash[2]
     for cand in candidates:
         fields = by_bucket.setdefault(frontier.bucket(cand.host_key), [])
         fields += (
@@ -99,6 +108,7 @@ def admit(
     added = seen = 0
     rejected: dict[str, int] = {}
     focus: list[str] = []
+    grown: list[object] = []
     reasons = ["budget_host", *(reason for reason, _ in caps)]
     for reply in frontier.index.apply_replies((b for b, _ in calls), replies):
         added, seen = added + int(reply[0]), seen + int(reply[1])
@@ -106,8 +116,11 @@ def admit(
         for reason, n in zip(reasons, counts, strict=True):
             if int(n):
                 rejected[reason] = rejected.get(reason, 0) + int(n)
-        focus += [str(i) for i in reply[2 + len(reasons) :]]
-    return AddResult(added, seen, rejected), focus[0::2], focus[1::2]
+        start = 3 + len(reasons)
+        end = start + int(reply[2 + len(reasons)])
+        focus += [str(i) for i in reply[start:end]]
+        grown += reply[end:]
+    return Admission(AddResult(added, seen, rejected), focus[0::2], focus[1::2], grown)
 
 
 def exclude(

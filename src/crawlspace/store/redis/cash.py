@@ -1,21 +1,25 @@
-"""AOPIC on the shared frontier (frontier/aopic.py): Lambda's per-page total in a slot of its
-own, and a finished page's cash split among its links before they are admitted.
+"""AOPIC on the shared frontier (plans.py CashRule, frontier/aopic.py): Lambda's per-page total
+and the count of known URLs in a slot of their own, and a finished page's cash split among its
+links before they are admitted.
 
 The one-process store takes a page's cash inside its completion transaction. Here the links are
 admitted first (other buckets, lua/add.lua) and the page completed after (its bucket,
 lua/complete.lua), so the lease carries the page's cash and the Lambda total it was last paid
-at; the split is computed here with the policy's own functions, each link's share travels with
-it to add.lua, and complete.lua subtracts exactly the cash taken (a share that reached the page
-while it was leased stays for its next visit). Lambda's total only grows; a worker that reads it
-a little late pays a page a little later, never twice (the page records the total it was paid
-at).
+at; the split is computed here by the crawl's rules, each link's share travels with it to
+add.lua, and complete.lua subtracts exactly the cash taken (a share that reached the page while
+it was leased stays for its next visit). The scripts only add amounts: the priority a URL's new
+cash buys is priced here and written by lua/reprice.lua while that cash is still the URL's.
+Lambda's total only grows; a worker that reads it a little late pays a page a little later,
+never twice (the page records the total it was paid at).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crawlspace.frontier.aopic import page_cash, split_cash
+from crawlspace.bands import REVISIT_BAND
+from crawlspace.plans import CashRule
 from crawlspace.records import Completion, Lease
 from crawlspace.store.redis.scripts import ScriptRunner
 
@@ -24,20 +28,23 @@ __all__ = ["CashLedger", "PageCash"]
 
 @dataclass(frozen=True, slots=True)
 class PageCash:
-    """A finished page's cash: each link's share, Lambda's cut, the stored cash it takes and the
-    Lambda total it was paid at."""
+    """A finished page's cash: each link's share, Lambda's cut, the stored cash it takes, the
+    Lambda total it was paid at, and the priorities of a link's share and of no cash."""
 
     share: float
     to_lambda: float
     taken: float
     lambda_total: float
+    priced: int
+    broke: int
 
 
 class CashLedger:
-    """Lambda's per-page total and the number of known URLs, in ``{ns:cash}`` (lua/cash.lua)."""
+    """Lambda's per-page total and the number of known URLs, in ``{ns:cash}``, by ``rule``."""
 
-    def __init__(self, scripts: ScriptRunner) -> None:
+    def __init__(self, scripts: ScriptRunner, rule: CashRule | None) -> None:
         self._f = scripts
+        self.rule = rule
         self.prefix = f"{{{scripts.namespace}:cash}}:"
         self._total: float | None = None
 
@@ -48,17 +55,39 @@ class CashLedger:
             self._total = float(value or 0.0)
         return self._total
 
-    def settle(self, lease: Lease, completion: Completion, tax: float) -> PageCash:
-        """The split of a page that is done (not a retry), by frontier/aopic.py."""
+    def settle(self, rule: CashRule, lease: Lease, completion: Completion) -> PageCash:
+        """The split of a page that is done (not a retry)."""
         total = self.lambda_total()
-        cash = page_cash(lease.cash, lease.lambda_paid, total)
-        share, to_lambda = split_cash(cash, len(completion.discovered), tax)
-        return PageCash(share, to_lambda, lease.cash, total)
+        cash = rule.owed(lease.cash, lease.lambda_paid, total)
+        share, to_lambda = rule.split(cash, len(completion.discovered))
+        return PageCash(share, to_lambda, lease.cash, total, rule.price(share), rule.price(0.0))
 
-    def pay(self, known: int, to_lambda: float) -> None:
-        """Count ``known`` more URLs and give Lambda its cut (frontier/aopic.py
-        lambda_per_page, in the script: one known count, however many workers)."""
+    def prices(self, rule: CashRule, grown: Sequence[object]) -> list[tuple[str, str, int]]:
+        """(id, cash, priority) for the flat (id, cash, 1 if in the revisit band) triples of
+        URLs a script grew the cash of (lua/add.lua, lua/complete.lua)."""
+        out = []
+        for i in range(0, len(grown), 3):
+            url_id, cash, banded = str(grown[i]), str(grown[i + 1]), int(str(grown[i + 2]))
+            out.append((url_id, cash, rule.price(float(cash)) - banded * REVISIT_BAND))
+        return out
+
+    def pay(self, rule: CashRule, known: int, to_lambda: float) -> None:
+        """Count ``known`` more URLs and give Lambda its cut, each known URL an equal part
+        (the rule's lambda_share): the count first, so the part divides by every URL known
+        then, however many workers count at once."""
         if known <= 0 and to_lambda <= 0.0:
             return
-        reply = self._f.run_key("cash", self.prefix + "st", (self.prefix, known, repr(to_lambda)))
-        self._total = float(reply)
+        key = self.prefix + "st"
+        client = self._f.client
+
+        def count() -> list[object]:
+            pipe = client.pipeline(transaction=False)
+            pipe.hincrby(key, "known", known)
+            pipe.hget(key, "lambda")
+            return list(pipe.execute())
+
+        counted, total = self._f.retrying(count)
+        if to_lambda > 0.0:
+            part = rule.lambda_share(to_lambda, int(str(counted)))
+            total = self._f.retrying(lambda: client.hincrbyfloat(key, "lambda", repr(part)))
+        self._total = float(str(total or 0.0))

@@ -33,12 +33,24 @@ def plan_args(
         "" if day is None else num(day.until),
         *_revisit_args(completion),
         int(duplicate),
-        *(("", "") if cash is None else (repr(cash.taken), repr(cash.lambda_total))),
+        *(
+            ("", "", "")
+            if cash is None
+            else (repr(cash.taken), repr(cash.lambda_total), cash.broke)
+        ),
         len(notes),
         *(field for pair in notes.items() for field in pair),
         effects.sink,
         *(same_host if effects.sink else ()),
     ]
+
+
+def _cash_args(cash: PageCash | None) -> tuple[object, object, object]:
+    """AOPIC's part: the cash the page hands on, the Lambda total it was paid at, and the
+    priority of no cash (store/redis/cash.py)."""
+    if cash is None:
+        return "", "", ""
+    return repr(cash.taken), repr(cash.lambda_total), cash.broke
 
 
 def _revisit_args(completion: Completion) -> tuple[str, str, int, str]:

@@ -28,7 +28,6 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from crawlspace.bands import REVISIT_BAND
-from crawlspace.frontier.aopic import SEED_CASH
 from crawlspace.lifecycle import IllegalTransition
 from crawlspace.plans import NO_PLAN, Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
@@ -91,18 +90,19 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         # A lost index mark hides its bucket's hosts for at most sweep_seconds (index.py).
         self.index = BucketIndex(self, sweep_seconds)
         self.spread = leasing.Spread()  # how many buckets a lease peeks first (leasing.py)
-        self.cash = CashLedger(self)  # AOPIC's Lambda (cash.py)
+        self.cash = CashLedger(self, self.limits.cash)  # AOPIC's Lambda (cash.py)
         self.pending_notes = PendingNotes()  # host notes put, written each lease round
 
     # -- the Frontier protocol -----------------------------------------------------------------
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
-        if self.limits.aopic_tax is None:
-            return admit(self, candidates, now, NO_PLAN)[0]
-        # AOPIC: seeds and sitemaps start with the seed cash (frontier/aopic.py).
-        seeded = (self.cash.lambda_total(), SEED_CASH)
-        result = admit(self, candidates, now, NO_PLAN, cash=seeded)[0]
-        self.cash.pay(result.added, 0.0)
+        rule = self.limits.cash
+        if rule is None:
+            return admit(self, candidates, now, NO_PLAN).result
+        # AOPIC: seeds and sitemaps start with a seed's cash, at the priority it buys.
+        seeded = (self.cash.lambda_total(), rule.seed, rule.price(rule.seed))
+        result = admit(self, candidates, now, NO_PLAN, cash=seeded).result
+        self.cash.pay(rule, result.added, 0.0)
         return result
 
     def _run_indexed(
@@ -133,21 +133,17 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         found: list[str] = []
         admitted: list[str] = []
         found_new = 0
-        tax = self.limits.aopic_tax
+        rule = self.limits.cash
         cash = None
-        if tax is not None and completion.state != "queued":
-            cash = self.cash.settle(lease, completion, tax)
+        grown: list[object] = []
+        if rule is not None and completion.state != "queued":
+            cash = self.cash.settle(rule, lease, completion)
         if completion.discovered:
             # Other buckets, so not atomic with the completion: add first (see module docstring).
             page = lease.host_key if completion.state != "queued" else None
-            result, found, admitted = admit(
-                self,
-                completion.discovered,
-                now,
-                plan,
-                page_host=page,
-                cash=None if cash is None else (cash.lambda_total, cash.share),
-            )
+            links = None if cash is None else (cash.lambda_total, cash.share, cash.priced)
+            admission = admit(self, completion.discovered, now, plan, page_host=page, cash=links)
+            result, found, admitted, grown = admission
             found_new = result.added + result.rejected.get("budget_host", 0)
             rejections.update(result.rejected)
             if self.barrier.replicas > 0:
@@ -195,8 +191,11 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
             retried=retried,
         )
         done = int(reply[0])
-        if done == 1 and cash is not None:
-            self.cash.pay(found_new, cash.to_lambda)
+        if done == 1 and rule is not None and cash is not None:
+            if reply[2]:  # a share reached the page while it was leased: it keeps that
+                grown = [*grown, self._url_id(lease.url_id), reply[2], reply[3]]
+            self._reprice(self.cash.prices(rule, grown))
+            self.cash.pay(rule, found_new, cash.to_lambda)
         if done == 1 and int(reply[1]):
             rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
         if done < 0:
@@ -206,6 +205,19 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         if done == 1 or (done == 2 and bool(retried)):
             return Outcome(rejections, admitted, duplicate)
         return None
+
+    def _reprice(self, prices: Sequence[tuple[str, str, int]]) -> None:
+        """AOPIC: the priorities of URLs whose cash a script grew, each in its own bucket
+        (lua/reprice.lua), written only while that cash is still theirs."""
+        by_bucket: dict[int, list[object]] = {}
+        for url_id, cash, priority in prices:
+            by_bucket.setdefault(int(url_id) % self.buckets, []).extend((url_id, cash, priority))
+        calls: list[tuple[int, Sequence[object]]] = [
+            (bucket, (self.limits.max_in_flight_per_host, *fields))
+            for bucket, fields in by_bucket.items()
+        ]
+        if calls:
+            self.index.apply_replies([b for b, _ in calls], self.run_many("reprice", calls))
 
     def _replicate(self, host_key: str, link_hosts: set[str]) -> None:
         """WAIT on the links' other shards; a shortfall is counted, never fatal (wait.py)."""

@@ -16,7 +16,6 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from crawlspace.bands import REVISIT_BAND, FrontQueues
-from crawlspace.frontier.aopic import NO_CASH_PRIORITY, POINTS_PER_DOUBLING, TOP_EXPONENT
 
 __all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "ride_out", "stored_buckets"]
 
@@ -42,7 +41,7 @@ _SCRIPTS = (
     "promote",
     "budget",
     "exclude",
-    "cash",
+    "reprice",
     "address",
     "host_token",
     "reevaluate",
@@ -144,8 +143,6 @@ def compose_script(body: str, front: FrontQueues) -> str:
     constants = (
         f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
         f" {front.width}, {front.count}, {REVISIT_BAND}\n"
-        f"local CASH_POINTS, CASH_TOP, NO_CASH = {POINTS_PER_DOUBLING}, {TOP_EXPONENT},"
-        f" {NO_CASH_PRIORITY}\n"
     )
     prelude = (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
     return constants + trim_prelude(prelude, body) + body

@@ -1,7 +1,7 @@
 """The SQLite side of URL priority: in-link counts and AOPIC cash, applied as links arrive.
 
-The in-link points are the completion's plan's (plans.py InlinkStep), AOPIC's cash rules pure
-(frontier/aopic.py). Here they meet rows: after a
+The in-link points are the completion's plan's (plans.py InlinkStep), AOPIC's amounts its rules'
+(plans.py CashRule, frontier/aopic.py). Here they meet rows: after a
 page's links are added, one ``executemany`` bumps each target's in-link count and moves it in its
 host queue (score policy: a few points earlier per linking page; aopic: the page's cash share and
 the priority that cash buys). Everything runs inside the caller's completion transaction.
@@ -14,15 +14,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from crawlspace.bands import REVISIT_BAND
-from crawlspace.frontier.aopic import (
-    NO_CASH_PRIORITY,
-    SEED_CASH,
-    cash_priority,
-    lambda_per_page,
-    page_cash,
-    split_cash,
-)
-from crawlspace.plans import InlinkStep
+from crawlspace.plans import CashRule, InlinkStep
 
 __all__ = ["Ranking", "migrate"]
 
@@ -39,7 +31,6 @@ def migrate(db: sqlite3.Connection) -> None:
     for column, kind in URL_COLUMNS:
         if column not in have:
             db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
-    db.create_function("cash_priority", 1, cash_priority, deterministic=True)
 
 
 # A revisit keeps its band (negative priorities) when its cash changes.
@@ -50,15 +41,19 @@ _BANDED: Final = (
 
 
 class Ranking:
-    """One store's priority policy, and AOPIC's Lambda total (the store is its only writer)."""
+    """One store's priority applications, and AOPIC's Lambda total (the store is its only
+    writer). AOPIC's amounts come from its rules (``cash``, plans.py CashRule), installed
+    on the connection as the SQL function ``cash_priority``; None: the score policy."""
 
-    def __init__(self, aopic_tax: float | None = None) -> None:
-        self.aopic_tax = aopic_tax  # None: the score policy
+    def __init__(self, db: sqlite3.Connection, cash: CashRule | None = None) -> None:
+        self.cash = cash
         self._lambda: float | None = None
+        if cash is not None:
+            db.create_function("cash_priority", 1, cash.price, deterministic=True)
 
     @property
     def aopic(self) -> bool:
-        return self.aopic_tax is not None
+        return self.cash is not None
 
     def _lambda_per_page(self, db: sqlite3.Connection) -> float:
         if self._lambda is None:
@@ -69,16 +64,17 @@ class Ranking:
     def take_cash(self, db: sqlite3.Connection, url_id: int) -> float:
         """AOPIC, when a visit ends: the page's cash (links' shares plus what Lambda paid every
         page since it was last paid), which it now hands on and no longer holds."""
-        if not self.aopic:
+        if self.cash is None:
             return 0.0
         lam = self._lambda_per_page(db)
         row = db.execute("SELECT cash, lambda_paid FROM urls WHERE id = ?", (url_id,)).fetchone()
+        broke = self.cash.price(0.0)
         db.execute(
             "UPDATE urls SET cash = 0, lambda_paid = ?, priority = CASE WHEN priority < 0"
-            f" THEN {NO_CASH_PRIORITY - REVISIT_BAND} ELSE {NO_CASH_PRIORITY} END WHERE id = ?",
-            (lam, url_id),
+            " THEN ? ELSE ? END WHERE id = ?",
+            (lam, broke - REVISIT_BAND, broke, url_id),
         )
-        return page_cash(float(row[0]), float(row[1]), lam)
+        return self.cash.owed(float(row[0]), float(row[1]), lam)
 
     def pass_on(
         self,
@@ -91,7 +87,7 @@ class Ranking:
         under AOPIC the page's cash."""
         if not targets and not (self.aopic and cash > 0.0):
             return
-        if self.aopic_tax is None:
+        if self.cash is None:
             if step is not None and step.points and step.pages:
                 # A new URL's priority stays >= 0: below 0 is the revisit band
                 # (sqlite/revisit.py), where it would be taken for a due revisit.
@@ -108,7 +104,7 @@ class Ranking:
                     "UPDATE urls SET inlinks = inlinks + 1 WHERE url = ?", [(u,) for u in targets]
                 )
             return
-        share, to_lambda = split_cash(cash, len(targets), self.aopic_tax)
+        share, to_lambda = self.cash.split(cash, len(targets))
         lam = self._lambda_per_page(db)
         db.executemany(
             f"UPDATE urls SET inlinks = inlinks + 1, priority = {_BANDED}, cash = cash + ?,"
@@ -119,20 +115,21 @@ class Ranking:
         if to_lambda > 0.0:
             # Lambda links to every known page, so each gets an equal part (paid lazily).
             known = db.execute("SELECT MAX(id) FROM urls").fetchone()[0] or 1
-            self._lambda = lambda_per_page(lam, to_lambda, int(known))
+            self._lambda = lam + self.cash.lambda_share(to_lambda, int(known))
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (_LAMBDA_KEY, repr(self._lambda)),
             )
 
     def endow(self, db: sqlite3.Connection, urls: Sequence[str]) -> None:
-        """AOPIC: seeds and declared sitemaps start with ``SEED_CASH`` (once: a seed given
+        """AOPIC: seeds and declared sitemaps start with the seed cash (once: a seed given
         again on resume, already holding cash or already visited, gets nothing more)."""
-        if not self.aopic or not urls:
+        if self.cash is None or not urls:
             return
         lam = self._lambda_per_page(db)
+        seed = self.cash.seed
         db.executemany(
             "UPDATE urls SET cash = ?, lambda_paid = ?, priority = ? WHERE url = ?"
             " AND state = 'queued' AND version = 1 AND cash = 0 AND inlinks = 0",
-            [(SEED_CASH, lam, cash_priority(SEED_CASH), url) for url in urls],
+            [(seed, lam, self.cash.price(seed), url) for url in urls],
         )

@@ -70,7 +70,7 @@ class SqliteStore(RecordsDelegate, OwnedAddressTokens):
             raise StoreError(f"{self.path}: cannot open the crawl database ({exc})") from exc
         # Trap budgets and recrawl policy (store/sqlite/traps.py, sqlite/revisit.py); the crawl
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
-        self.ranking = sqlite_priority.Ranking(self.limits.aopic_tax)
+        self.ranking = sqlite_priority.Ranking(self._db, self.limits.cash)
         self._band_tally: dict[int, list[int]] = {}
         # Per server address: one owner, so in memory (limits.py).
         self.address_tokens = AddressTokens(self.limits.address)

@@ -162,14 +162,6 @@ local function best_ready(now, limit, aging, keep, heads)
   return out
 end
 
--- frontier/aopic.py cash_priority (Python rounds half to even, this half up: they differ only
--- on an exact .5, which a logarithm does not produce).
-local function cash_priority(cash)
-  if not (cash > 0) then return NO_CASH end
-  local points = math.floor(CASH_POINTS * (CASH_TOP - math.log(cash) / math.log(2)) + 0.5)
-  return math.min(math.max(points, 0), NO_CASH)
-end
-
 -- The host's politeness clock only moves forward; '' means no request was made.
 local function move_clock(host, at)
   if at == '' then return end

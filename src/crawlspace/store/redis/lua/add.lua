@@ -4,12 +4,15 @@
 -- links: the page's share for each; seeds and sitemaps: the seed cash), nb (keyed budgets), then
 -- nb pairs (reason, cap), then 7 + nb fields per candidate: url, host, depth, priority, hops,
 -- source, sitemap changefreq ('' none), and its key under each keyed budget.
--- AOPIC (frontier/aopic.py, store/redis/cash.py): a new URL starts with its cash (its priority
--- came with it) and the Lambda total; a known URL a page links to gains the share, and its
--- priority follows its cash (cash_priority below); a seed given again is endowed only if it
--- never received cash (the SQLite store's endow).
+-- AOPIC (plans.py CashRule, store/redis/cash.py): a new URL starts with its cash (its priority,
+-- the price of that cash, came with it) and the Lambda total; a known URL a page links to gains
+-- the share, and the client prices its new cash (reprice.lua): this script keeps no copy of the
+-- rule; a seed given again is endowed only if it never received cash (the SQLite store's
+-- endow), at the priority it came with.
 -- Returns {index update (_common.lua), {added, seen, rejected by the per-host cap, rejected by
--- each keyed budget..., then the ids admitted on the page's host}}.
+-- each keyed budget..., the number of values that follow for the page's host, then (id, url)
+-- of each URL admitted on the page's host, then (id, cash, 1 if in the revisit band) of each
+-- known URL whose cash grew}}.
 -- In-links (frontier/priority.py): a URL a page links to counts the page; a new one starts at
 -- 1, a known one still queued moves `weight` points earlier for each further page, up to `cap`
 -- pages, never from the new-URL band below 0 (the revisit band, promote.lua).
@@ -103,28 +106,30 @@ local function inlink(url, host)
   end
 end
 
--- AOPIC: a known URL gains `cash`, from a page's link (an in-link too) or as a seed's endowment.
-local function give_cash(url, host, gift)
+-- AOPIC: a known URL gains `cash`, from a page's link (an in-link too) or as a seed's endowment
+-- (at `prio`, the price of a seed's cash). A link's gift is priced by the client (reprice.lua).
+local repriced = {}  -- id, cash, banded of each URL whose cash a link grew
+local function give_cash(url, host, gift, prio)
   local id = redis.call('HGET', SEEN, url)
   local u = ukey(id)
   local v = redis.call('HMGET', u, 'state', 'inl', 'cash', 'prio', 'version')
   local held = tonumber(v[3] or '0')
   if page_host == '' then
     if v[1] ~= 'queued' or v[5] ~= '1' or held > 0 or tonumber(v[2] or '0') > 0 then return end
-    redis.call('HSET', u, 'lp', lam)
-  elseif weight == 0 then  -- (with in-link points on, inlink() counted it already)
-    redis.call('HSET', u, 'inl', tonumber(v[2] or '0') + 1)
-  end
-  if not (gift > 0) and page_host ~= '' then return end
-  held = held + gift
-  local prio = cash_priority(held)
-  if tonumber(v[4]) < 0 then prio = prio - REVISIT_BAND end  -- a revisit keeps its band
-  prio = string.format('%d', prio)
-  redis.call('HSET', u, 'cash', string.format('%.17g', held), 'prio', prio)
-  if v[1] == 'queued' then
+    redis.call('HSET', u, 'lp', lam, 'cash', string.format('%.17g', gift), 'prio', prio)
     redis.call('ZADD', qkey(host), prio, id)
     touched[host] = touched[host] or 0
+    return
   end
+  if weight == 0 then  -- (with in-link points on, inlink() counted it already)
+    redis.call('HSET', u, 'inl', tonumber(v[2] or '0') + 1)
+  end
+  if not (gift > 0) then return end
+  local cash = string.format('%.17g', held + gift)
+  redis.call('HSET', u, 'cash', cash)
+  repriced[#repriced + 1] = id
+  repriced[#repriced + 1] = cash
+  repriced[#repriced + 1] = tonumber(v[4]) < 0 and 1 or 0  -- a revisit keeps its band
 end
 
 for i = first, #ARGV, width do
@@ -136,7 +141,7 @@ for i = first, #ARGV, width do
     if not (deep and readmit(url, host, i)) then
       seen = seen + 1
       if weight > 0 then inlink(url, host) end
-      if lam ~= '' then give_cash(url, host, tonumber(cash)) end
+      if lam ~= '' then give_cash(url, host, tonumber(cash), ARGV[i + 3]) end
     end
   else
     useq = useq + 1
@@ -182,5 +187,7 @@ for host, n in pairs(touched) do
 end
 local reply = {added, seen}
 for r = 1, nb + 1 do reply[r + 2] = rejected[r] end
+reply[#reply + 1] = #focus
 for _, id in ipairs(focus) do reply[#reply + 1] = id end
+for _, x in ipairs(repriced) do reply[#reply + 1] = x end
 return {index_update(before), reply}

@@ -9,13 +9,16 @@
 -- the revisit plan (frontier/revisit.py plan_revisit): interval, next fetch time ('' for none),
 -- changed (0/1) and content hash ('' keeps the stored one), and 1 when the page was judged a
 -- duplicate (the plan's judge: its host's 'dups' count grows), then AOPIC's cash taken
--- from the page ('' unless AOPIC; store/redis/cash.py) and the Lambda total it was paid at,
+-- from the page ('' unless AOPIC; store/redis/cash.py), the Lambda total it was paid at and the
+-- priority of no cash (plans.py CashRule price: the page keeps nothing, unless a share reached
+-- it while leased, which the client prices, reprice.lua),
 -- then the number of host notes to write with the completion (crawl/host_rules.py, and what the
 -- plan's after_links returned: plans.py) and their names and texts, then the points the ids
 -- after it (this page's new URLs on its host) sink in their queue while still queued (0: none;
 -- the plan's LinkEffects.sink). A planned URL joins the bucket's due set, from which
 -- promote.lua queues it again.
--- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget}}:
+-- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget, and
+-- under AOPIC the cash the page kept ('' for none) and 1 if it is in the revisit band}}:
 -- status 1 done, 0 stale, 2 this very lease was completed already (the caller's retry after a
 -- lost reply tells it from a duplicate call), -1 illegal transition (nothing written).
 local id, lid, version, epoch, state = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
@@ -35,13 +38,13 @@ local before = marks(due)
 local u = ukey(id)
 -- What the visit learned about its host: written only by the current lease, before its token
 -- goes back, so the host's next lease reads it.
-local notes = tonumber(ARGV[27])
+local notes = tonumber(ARGV[28])
 if notes > 0 then
   local fields = {}
-  for i = 28, 27 + 2 * notes do fields[#fields + 1] = ARGV[i] end
+  for i = 29, 28 + 2 * notes do fields[#fields + 1] = ARGV[i] end
   redis.call('HSET', P .. 'n:' .. host, unpack(fields))
 end
-local w = 28 + 2 * notes  -- where the sink and its URL ids begin
+local w = 29 + 2 * notes  -- where the sink and its URL ids begin
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
 redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '',
   'at', ARGV[14])
@@ -77,13 +80,19 @@ if state ~= 'queued' and ARGV[12] == '1' and ARGV[17] ~= '' then
   if pages >= tonumber(ARGV[18]) then move_clock(host, ARGV[19]) end
   if pages == tonumber(ARGV[18]) then spent = 1 end
 end
+local kept, banded = '', 0
 if ARGV[25] ~= '' and state ~= 'queued' then
   -- The page handed its cash on; a share that reached it while leased stays for its next visit.
   local left = tonumber(redis.call('HGET', u, 'cash') or '0') - tonumber(ARGV[25])
   if left < 0 then left = 0 end
-  local prio = cash_priority(left)
-  if tonumber(redis.call('HGET', u, 'prio')) < 0 then prio = prio - REVISIT_BAND end
-  redis.call('HSET', u, 'cash', string.format('%.17g', left), 'prio', string.format('%d', prio))
+  banded = tonumber(redis.call('HGET', u, 'prio')) < 0 and 1 or 0
+  redis.call('HSET', u, 'cash', string.format('%.17g', left))
+  if left > 0 then
+    kept = string.format('%.17g', left)
+  else
+    local prio = tonumber(ARGV[27]) - banded * REVISIT_BAND
+    redis.call('HSET', u, 'prio', string.format('%d', prio))
+  end
   if tonumber(ARGV[26]) > tonumber(redis.call('HGET', u, 'lp') or '0') then
     redis.call('HSET', u, 'lp', ARGV[26])
   end
@@ -110,4 +119,4 @@ if state ~= 'queued' then
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
 end
-return {index_update(before, due), {1, spent}}
+return {index_update(before, due), {1, spent, kept, banded}}
