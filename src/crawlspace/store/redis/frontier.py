@@ -191,11 +191,14 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
             retried=retried,
         )
         done = int(reply[0])
-        if done == 1 and rule is not None and cash is not None:
-            if reply[2]:  # a share reached the page while it was leased: it keeps that
+        if rule is not None:
+            # The links' gifts stand whatever the completion's fate (they were added first).
+            if done == 1 and cash is not None and reply[2]:
+                # A share reached the page while it was leased: it keeps that.
                 grown = [*grown, self._url_id(lease.url_id), reply[2], reply[3]]
             self._reprice(self.cash.prices(rule, grown))
-            self.cash.pay(rule, found_new, cash.to_lambda)
+            if done == 1 and cash is not None:
+                self.cash.pay(rule, found_new, cash.to_lambda)
         if done == 1 and int(reply[1]):
             rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
         if done < 0:
