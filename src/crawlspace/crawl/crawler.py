@@ -37,6 +37,7 @@ from crawlspace.crawl.setup import (
 )
 from crawlspace.crawl.stages import StagePools
 from crawlspace.crawl.visit import Visitor
+from crawlspace.crawl.visit_parts import VisitParts
 from crawlspace.discovery.links import UrlFilter
 from crawlspace.discovery.sitemaps import admit_declared_sitemaps
 from crawlspace.errors import ConfigError
@@ -223,7 +224,7 @@ class Crawler:
         )
         transport = self._transport or self._default_transport()
         pools = StagePools(self.config.parse_workers, discovery=self.discovery)
-        visitor = Visitor(
+        parts = VisitParts(
             self.config,
             transport,
             warc,
@@ -234,6 +235,7 @@ class Crawler:
             hosts=HostGate(self.store, self.clock.now),
             now=self.clock.now,
         )
+        visitor = Visitor(parts)
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
         try:

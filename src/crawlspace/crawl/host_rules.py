@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from crawlspace.dedup.sketch import Sketch
 from crawlspace.frontier import canonical as canon
@@ -33,16 +34,29 @@ from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.priority import DEPTH_WEIGHT
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
-from crawlspace.store.base import Store
+from crawlspace.store.base import AddResult
 from crawlspace.urls import normalize
 
 __all__ = ["HostRules"]
 
 
+class LearningStore(Protocol):
+    """What host rules use of the store: the host's notes, queueing a variant's equivalent
+    form, and a counter."""
+
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]: ...
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None: ...
+
+    def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult: ...
+
+    def bump_counters(self, counts: dict[str, int]) -> None: ...
+
+
 class HostRules:
     def __init__(
         self,
-        store: Store,
+        store: LearningStore,
         rules: traps.YieldRules,
         now: Callable[[], float],
         *,

@@ -13,9 +13,10 @@ import dataclasses
 import logging
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from crawlspace.clock import Clock
 from crawlspace.config import CrawlConfig
@@ -43,6 +44,30 @@ REEVALUATE_LIMIT = 10_000
 ROBOTS_CACHE_HOSTS = 10_000  # parsed robots.txt kept in memory (LRU); the store has them all
 
 
+class RobotsRecords(Protocol):
+    """The stored robots.txt of a host (what the robots cache reads)."""
+
+    def robots(self, host_key: str) -> RobotsRecord | None: ...
+
+
+class LeaseEnds(RobotsRecords, Protocol):
+    """What a lease's run uses of the store besides its commit (crawl/commit.py) and the
+    crawl's budget (crawl/budget.py): giving a lease back, a robots.txt's end and its
+    re-evaluation, and counters."""
+
+    def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool: ...
+
+    def complete_robots(
+        self, lease: Lease, record: RobotsRecord, next_allowed_at: float
+    ) -> bool: ...
+
+    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]: ...
+
+    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int: ...
+
+    def bump_counters(self, counts: dict[str, int]) -> None: ...
+
+
 class RobotsCache:
     """Parsed robots.txt of the hosts leased lately. Bounded: a record may hold 512 KiB, and
     memory must not grow with the number of hosts (the store keeps every record). A record past
@@ -50,7 +75,7 @@ class RobotsCache:
     (a page lease after expiry means it has), and rules read from the old one would exclude
     URLs the new one allows, after its re-evaluation ran."""
 
-    def __init__(self, store: Store, now: Callable[[], float]) -> None:
+    def __init__(self, store: RobotsRecords, now: Callable[[], float]) -> None:
         self._store = store
         self._now = now
         self._entries: OrderedDict[str, tuple[RobotsRecord, RobotsTxt]] = OrderedDict()
@@ -115,7 +140,7 @@ class LeaseRunner:
         request_stop: Callable[[str], None],
     ) -> None:
         self._parts = parts
-        self._store = parts.store
+        self._store: LeaseEnds = parts.store
         self._committer = GroupCommitter(parts.store, parts.clock.now)
         self._revisit = revisit_policy(parts.config)
         self._policy = completion_policy(parts.config)
@@ -206,7 +231,7 @@ class LeaseRunner:
 
     async def _run_robots(self, visitor: Visitor, lease: Lease) -> None:
         previous = self._store.robots(lease.host_key)
-        visit = await visitor.visit_robots(lease, previous)
+        visit = await visitor.robots.visit_robots(lease, previous)
         rules = rules_for(visit.record)
         if visit.record.outcome == RULES and visit.record.attempts == 0 and rules.sitemaps:
             # A fresh robots.txt: its sitemaps are seeds. Added before the robots commit,
@@ -235,7 +260,7 @@ class LeaseRunner:
         until the record expires (RFC 9309 §2.3.1.4), the same as a server that never answers."""
         now = self._now()
         try:
-            visit = visitor.robots_outcome(
+            visit = visitor.robots.robots_outcome(
                 lease,
                 None,
                 b"",

@@ -66,14 +66,19 @@ class _Chain:
 UNFINISHED_CHAIN = "robots_redirects_unfinished"
 
 
-class RobotsVisits(VisitParts):
+class RobotsVisitor:
+    """robots.txt visits, redirect hops and their answers (RFC 9309 §2.3.1)."""
+
+    def __init__(self, parts: VisitParts) -> None:
+        self._parts = parts
+
     async def visit_robots(self, lease: Lease, previous: RobotsRecord | None) -> RobotsVisit:
         """Fetch robots.txt, following up to ``max_redirects`` hops (RFC 9309 §2.3.1.2)."""
-        chain = _Chain(lease.url, self.now())
+        chain = _Chain(lease.url, self._parts.now())
         while True:
             if not chain.hops:
-                self._check_lease(lease)  # nothing sent yet: a late lease goes back
-            elif self._outlasts(lease):
+                self._parts.check_lease(lease)  # nothing sent yet: a late lease goes back
+            elif self._parts.outlasts(lease):
                 # A chain that cannot finish within its lease (slow hops, a short grace):
                 # robots.txt was not reached, as if unreachable. Retried after the backoff
                 # and, after robots_max_attempts, final, instead of repeated for ever.
@@ -84,14 +89,14 @@ class RobotsVisits(VisitParts):
                 chain.status, chain.body, chain.cache = answer
                 break
             try:
-                response = await self._send_hop(lease, chain.request(self.config), chain)
+                response = await self._send_hop(lease, chain.request(self._parts.config), chain)
                 if response is None:  # answered while the hop waited for the host's token
                     continue
             except BlockedAddressError as exc:
                 # Not a transient failure: our own policy forbids the host (or where its
                 # robots.txt leads), so give up at once. No request was made to this address;
                 # the lease's host waits its gap only if an earlier hop went to it.
-                now = self.now()
+                now = self._parts.now()
                 return RobotsVisit(self._blocked_record(lease, exc, now), max(now, chain.free_at))
             except FetchError as exc:
                 chain.status, chain.error = None, exc.reason
@@ -104,7 +109,7 @@ class RobotsVisits(VisitParts):
                 break
             if not await self._took_response(lease, chain, response):
                 break
-        ended = self.now()
+        ended = self._parts.now()
         # The host's gap scales with its own last response, not with the chain's waits for
         # other hosts' tokens (a timeout or error: the whole visit, as slow as it was).
         own = chain.own_elapsed
@@ -123,9 +128,9 @@ class RobotsVisits(VisitParts):
     async def _took_response(self, lease: Lease, chain: _Chain, response: FetchResponse) -> bool:
         """Archive a hop's response and keep what it says; True to follow its redirect."""
         if host_key(chain.url) == lease.host_key:
-            chain.free_at = response.ended_at + self.politeness.gap(response.elapsed, None)
+            chain.free_at = response.ended_at + self._parts.politeness.gap(response.elapsed, None)
             chain.own_elapsed = response.elapsed
-        await self._archive(response)
+        await self._parts.archive(response)
         self._keep_hop_answer(lease, chain.url, response)
         chain.status, chain.body = response.status, response.body
         chain.cache = cache_headers(response)  # the final response's: the one that answers
@@ -149,8 +154,8 @@ class RobotsVisits(VisitParts):
             DISALLOW_ALL,
             b"",
             now,
-            now + self.config.robots_cache_seconds,
-            self.config.robots_max_attempts,
+            now + self._parts.config.robots_cache_seconds,
+            self._parts.config.robots_max_attempts,
             exc.reason,
         )
 
@@ -163,13 +168,13 @@ class RobotsVisits(VisitParts):
         target = host_key(url)
         if target == lease.host_key:
             return None
-        now = self.now()
-        kept = self.hop_answers.get(url, now)
+        now = self._parts.now()
+        kept = self._parts.hop_answers.get(url, now)
         if kept is not None:
             return kept.status, kept.body, _max_age(kept.expires_at - now)
-        if self.hosts is None or url != robots_url(target):
+        if self._parts.hosts is None or url != robots_url(target):
             return None
-        record = self.hosts.fresh_answer(target)
+        record = self._parts.hosts.fresh_answer(target)
         if record is None or record.status is None:
             return None
         return record.status, record.body, _max_age(record.expires_at - now)
@@ -182,9 +187,9 @@ class RobotsVisits(VisitParts):
             ALLOW_ALL,
         ):
             return
-        lifetime = self.robots_policy.lifetime(cache_headers(response), response.ended_at)
+        lifetime = self._parts.robots_policy.lifetime(cache_headers(response), response.ended_at)
         answer = HopAnswer(response.status, response.body, response.ended_at + lifetime)
-        self.hop_answers.put(url, answer)
+        self._parts.hop_answers.put(url, answer)
 
     async def _send_hop(
         self, lease: Lease, request: FetchRequest, chain: _Chain
@@ -194,14 +199,14 @@ class RobotsVisits(VisitParts):
         holding that host's token, as its own lease would. After the first hop a busy server
         address is waited for within the lease: giving the lease back would only send the
         chain's first requests again."""
-        latest_start = lease.expires_at - self.config.total_timeout
+        latest_start = lease.expires_at - self._parts.config.total_timeout
         while True:
             try:
                 return await self._send_hop_once(lease, request, chain.free_at, latest_start)
             except AddressBusyError as busy:
                 if not chain.hops or busy.retry_at > latest_start:
                     raise
-                await asyncio.sleep(max(0.0, busy.retry_at - self.now()))
+                await asyncio.sleep(max(0.0, busy.retry_at - self._parts.now()))
 
     async def _send_hop_once(
         self, lease: Lease, request: FetchRequest, free_at: float, latest_start: float
@@ -209,39 +214,39 @@ class RobotsVisits(VisitParts):
         """The hop's response, or None when another host's fresh robots.txt answer appeared
         while the hop waited for that host's token (nothing is sent; ``_hop_answer`` has it)."""
         target = host_key(request.url)
-        if target == lease.host_key or self.hosts is None:
-            await asyncio.sleep(max(0.0, free_at - self.now()))
-            return await self._fetch(lease, request)
+        if target == lease.host_key or self._parts.hosts is None:
+            await asyncio.sleep(max(0.0, free_at - self._parts.now()))
+            return await self._parts.fetch(lease, request)
 
         def answered() -> bool:
             return self._hop_answer(lease, request.url) is not None
 
-        async with self.hosts.hold(lease, target, latest_start, answered) as hold:
+        async with self._parts.hosts.hold(lease, target, latest_start, answered) as hold:
             if hold is None:
                 return None  # answered while waiting: no token was taken
-            began = self.now()
+            began = self._parts.now()
             sent = True
             try:
-                return await self._fetch(lease, request)
+                return await self._parts.fetch(lease, request)
             except AddressBusyError:
                 sent = False  # nothing went out: the other host's clock stays
                 raise
             finally:
                 if sent:
-                    ended = self.now()
-                    hold.next_allowed_at = ended + self.politeness.gap(ended - began, None)
+                    ended = self._parts.now()
+                    hold.next_allowed_at = ended + self._parts.politeness.gap(ended - began, None)
 
     def _robots_hop(self, lease: Lease, url: str, response: FetchResponse, hops: int) -> str | None:
         """Where a robots.txt redirect leads, or None to stop following: the 3xx then stands,
         which robots/policy.py reads as allow-all, as it does after too many hops."""
         location = response.header("location")
         target = normalize(location, url) if location else None
-        if target is None or after_redirects(hops, self.config.max_redirects) is not None:
+        if target is None or after_redirects(hops, self._parts.config.max_redirects) is not None:
             return None
         # These hops bypass link admission (RFC 9309 lets robots.txt move across hosts), but
         # opt-ins stay narrow (#18): robots.txt must not lead to another port of an opted-in
         # address any more than a link may.
-        if self.discovery.scope.opt_in_reason(target) is not None:
+        if self._parts.discovery.scope.opt_in_reason(target) is not None:
             log.warning(
                 "not following %s's robots.txt redirect to %s: scope", lease.host_key, target
             )
@@ -265,21 +270,23 @@ class RobotsVisits(VisitParts):
         answer, with ``error`` saying why; ``cache``: the response's caching headers, which
         set how long an answer is kept); also how the crawl records a visit that raised."""
         # The body may be cut at robots_max_bytes; RFC 9309 §2.5 lets us parse what we have.
-        record = self.robots_policy.record_for(
+        record = self._parts.robots_policy.record_for(
             lease.host_key, status, body, ended, previous=previous, error=error, cache=cache
         )
         crawl_delay = None
         if record.outcome == "rules":
-            crawl_delay = RobotsTxt.parse(record.body).crawl_delay(self.config.user_agent)
-        next_allowed = self.politeness.next_allowed_at(ended, ended - started, crawl_delay)
+            crawl_delay = RobotsTxt.parse(record.body).crawl_delay(self._parts.config.user_agent)
+        next_allowed = self._parts.politeness.next_allowed_at(ended, ended - started, crawl_delay)
         if retry_after is not None:
             # A 429 or 503 on robots.txt asks the whole host to wait, pages included.
-            next_allowed = max(next_allowed, ended + min(retry_after, self.config.max_backoff))
+            next_allowed = max(
+                next_allowed, ended + min(retry_after, self._parts.config.max_backoff)
+            )
         if robots_retrying(record):
             # Unreachable robots.txt: nothing may be fetched until the retry, so wait for it.
             next_allowed = max(next_allowed, record.expires_at)
         # A short HTTP lifetime must not outrun the host's own gap, or it never gets a page.
-        record = self.robots_policy.outlasting(record, next_allowed, next_allowed - ended)
+        record = self._parts.robots_policy.outlasting(record, next_allowed, next_allowed - ended)
         return RobotsVisit(record, next_allowed)
 
 

@@ -21,7 +21,8 @@ from crawlspace.crawl.responses import (
     redirect_completion,
     retry_or_fail,
 )
-from crawlspace.crawl.robots_visit import FINAL_ROBOTS_ERRORS, RobotsVisits
+from crawlspace.crawl.robots_visit import FINAL_ROBOTS_ERRORS, RobotsVisitor
+from crawlspace.crawl.visit_parts import VisitParts
 from crawlspace.discovery.sitemaps import (
     SITEMAP_SOURCE,
     admit_parsed_sitemap,
@@ -42,9 +43,13 @@ from crawlspace.robots.policy import DISALLOW_ALL
 log = logging.getLogger("crawlspace.crawl.visit")
 
 
-class Visitor(RobotsVisits):
-    """Carries the collaborators a visit needs; one per crawl. robots.txt visits are
-    ``robots_visit.py``'s; pages are here."""
+class Visitor:
+    """One per crawl: visits pages (here) and robots.txt (``robots_visit.py``, ``robots``),
+    both with the crawl's ``VisitParts``."""
+
+    def __init__(self, parts: VisitParts) -> None:
+        self._parts = parts
+        self.robots = RobotsVisitor(parts)
 
     async def visit_page(
         self,
@@ -55,7 +60,7 @@ class Visitor(RobotsVisits):
     ) -> Completion:
         """Fetch the leased page (``throttled_since``: when its host's current throttling
         streak began, frontier/backoff.py) and say how its visit ended."""
-        config = self.config
+        config = self._parts.config
         if robots.outcome == DISALLOW_ALL and robots.error in FINAL_ROBOTS_ERRORS:
             return Completion(state="excluded", reason=robots.error)
         if not rules.is_allowed(config.user_agent, lease.url):
@@ -66,28 +71,28 @@ class Visitor(RobotsVisits):
             headers.append(("If-None-Match", lease.etag))
         if lease.last_modified:
             headers.append(("If-Modified-Since", lease.last_modified))
-        self._check_lease(lease)
-        started = self.now()
+        self._parts.check_lease(lease)
+        started = self._parts.now()
         try:
             # sitemaps.org allows 50 MiB per sitemap, more than an ordinary page's limit.
             limit = MAX_SITEMAP_BYTES if lease.source == SITEMAP_SOURCE else None
-            response = await self._fetch(
+            response = await self._parts.fetch(
                 lease, FetchRequest(lease.url, headers=headers, max_body_bytes=limit)
             )
         except BlockedAddressError as exc:
             log.warning("refused %s: %s", lease.url, exc)
             return Completion(state="excluded", reason=exc.reason)
         except FetchError as exc:
-            ended = self.now()
-            host = self.backoff.on_failure(
-                lease.host_backoff, lease.host_failures, lease.attempt, self.rand()
+            ended = self._parts.now()
+            host = self._parts.backoff.on_failure(
+                lease.host_backoff, lease.host_failures, lease.attempt, self._parts.rand()
             )
             state = "queued" if lease.attempt < config.max_attempts else "failed"
             completion = Completion(state=state, reason=exc.reason)
             return self._schedule_host(completion, host, ended, ended - started, crawl_delay)
         host = self._host_wait(lease, response)
         crash_point("after_response")
-        location = await self._archive(response)
+        location = await self._parts.archive(response)
         crash_point("after_warc")
         completion, content = await self._page_outcome(lease, response, throttled_since)
         note = throttle_note(throttled_since, is_throttled(response), response.ended_at)
@@ -96,21 +101,21 @@ class Visitor(RobotsVisits):
         completion = self._schedule_host(
             completion, host, response.ended_at, response.elapsed, crawl_delay
         )
-        fetch = fetch_record(lease, response, location, content, self.config.product_token)
+        fetch = fetch_record(lease, response, location, content, self._parts.config.product_token)
         return replace(completion, fetch=fetch)
 
     def _host_wait(self, lease: Lease, response: FetchResponse) -> HostWait:
         status = response.status
         if status in RETRY_STATUSES:
             retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
-            return self.backoff.on_throttled(
-                lease.host_backoff, lease.host_failures, retry_after, self.rand()
+            return self._parts.backoff.on_throttled(
+                lease.host_backoff, lease.host_failures, retry_after, self._parts.rand()
             )
         if status >= 500:
-            return self.backoff.on_failure(
-                lease.host_backoff, lease.host_failures, lease.attempt, self.rand()
+            return self._parts.backoff.on_failure(
+                lease.host_backoff, lease.host_failures, lease.attempt, self._parts.rand()
             )
-        return self.backoff.on_success(lease.host_backoff)
+        return self._parts.backoff.on_success(lease.host_backoff)
 
     def _schedule_host(
         self,
@@ -122,7 +127,9 @@ class Visitor(RobotsVisits):
     ) -> Completion:
         """The host's next start: the politeness gap, widened while it throttles us, and never
         before a Retry-After, backoff or pause it earned."""
-        gap = self.politeness.gap(seconds, crawl_delay) * self.backoff.gap_multiplier(host.level)
+        gap = self._parts.politeness.gap(seconds, crawl_delay) * self._parts.backoff.gap_multiplier(
+            host.level
+        )
         return replace(
             completion,
             next_allowed_at=ended + max(gap, host.wait),
@@ -135,10 +142,10 @@ class Visitor(RobotsVisits):
     ) -> tuple[Completion, ProcessedContent | None]:
         status = response.status
         if status in RETRY_STATUSES or status >= 500:
-            return retry_or_fail(lease, response, self.config, throttled_since), None
+            return retry_or_fail(lease, response, self._parts.config, throttled_since), None
         if status in REDIRECT_STATUSES:
             return redirect_completion(
-                lease, response, self.discovery, self.config.max_redirects
+                lease, response, self._parts.discovery, self._parts.config.max_redirects
             ), None
         completion = Completion(
             state="fetched",
@@ -165,11 +172,11 @@ class Visitor(RobotsVisits):
         """A sitemap's URLs enter like links, through the same admission
         (discovery/sitemaps.py)."""
         admission, reason = admit_parsed_sitemap(
-            self.discovery,
-            await self.pools.in_thread(read_sitemap, response.body),  # off the event loop
+            self._parts.discovery,
+            await self._parts.pools.in_thread(read_sitemap, response.body),  # off the event loop
             url=lease.url,
             depth=lease.depth,
-            max_sitemap_depth=self.config.max_sitemap_depth,
+            max_sitemap_depth=self._parts.config.max_sitemap_depth,
             cut_in_transfer=response.truncated,
             now=response.started_at,
         )
@@ -187,27 +194,31 @@ class Visitor(RobotsVisits):
     ) -> tuple[Completion, ProcessedContent | None]:
         """Parse the page with its MIME type's processor (in a parse worker when there are
         some) and admit its links."""
-        processor = self.processors.for_content_type(response.header("content-type"))
+        processor = self._parts.processors.for_content_type(response.header("content-type"))
         if processor is None:
             return completion, None
         header_directives = parse_x_robots_tag(
-            response.header_values("x-robots-tag"), self.config.product_token
+            response.header_values("x-robots-tag"), self._parts.config.product_token
         )
-        page = await self.pools.parse_page(
+        page = await self._parts.pools.parse_page(
             processor,
             response.body,
             url=response.url,
             content_type=response.header("content-type"),
-            product_token=self.config.product_token,
+            product_token=self._parts.config.product_token,
             parent_depth=lease.depth,
             header_nofollow=header_directives.nofollow,
         )
         content = page.content
         admission = page.admit(
-            self.discovery, parent_depth=lease.depth, header_nofollow=header_directives.nofollow
+            self._parts.discovery,
+            parent_depth=lease.depth,
+            header_nofollow=header_directives.nofollow,
         )
-        if self.config.path_ascending:
-            self.discovery.admit_ascending(response.url, parent_depth=lease.depth, into=admission)
+        if self._parts.config.path_ascending:
+            self._parts.discovery.admit_ascending(
+                response.url, parent_depth=lease.depth, into=admission
+            )
         completion = replace(
             completion,
             links=admission.links,

@@ -1,5 +1,6 @@
 """What every visit shares: its collaborators, the WARC write, and the one way a request is sent
-(only while the lease outlives it, holding its server address's token)."""
+(only while the lease outlives it, holding its server address's token). The page visit
+(visit.py) and the robots.txt visit (robots_visit.py) each hold one ``VisitParts``."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class LeaseTooShortError(Exception):
 
 
 class VisitParts:
-    """The collaborators every visit uses, and the steps robots.txt and page visits share."""
+    """The collaborators every visit uses, and the steps robots.txt and page visits share
+    (one per crawl, held by both kinds of visit)."""
 
     def __init__(
         self,
@@ -72,7 +74,7 @@ class VisitParts:
             config.robots_min_cache_seconds,
         )
 
-    async def _archive(self, response: FetchResponse) -> tuple[str, int, int]:
+    async def archive(self, response: FetchResponse) -> tuple[str, int, int]:
         location = await self.pools.archive(
             self.warc.write_exchange,
             url=response.url,
@@ -88,7 +90,7 @@ class VisitParts:
         )
         return location.file, location.offset, location.length
 
-    async def _fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
+    async def fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
         """One request, holding its server address's token while it runs (AddressBusyError
         when the address has none free: nothing is sent)."""
         if self.gate is None:
@@ -96,16 +98,16 @@ class VisitParts:
         async with self.gate.hold(lease, request.url):
             return await self.transport.fetch(request)
 
-    def _outlasts(self, lease: Lease) -> bool:
+    def outlasts(self, lease: Lease) -> bool:
         """True when a request started now could end after the lease does."""
         return self.now() + self.config.total_timeout > lease.expires_at
 
-    def _check_lease(self, lease: Lease) -> None:
+    def check_lease(self, lease: Lease) -> None:
         """Refuse to start a request that could outlive its lease.
 
         A fetch ends within ``total_timeout``, and once a lease expires another worker may be
         given the host. A visit can start late: its task waits for the event loop, which a
         store call can hold for seconds (riding out a Redis failover, say). Started after
         ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
-        if self._outlasts(lease):
+        if self.outlasts(lease):
             raise LeaseTooShortError(lease.url)

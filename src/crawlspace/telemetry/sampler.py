@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rbloom import Bloom
 
@@ -21,7 +21,6 @@ from crawlspace.store.sqlite.readonly import read_only_uri
 
 if TYPE_CHECKING:
     from crawlspace.config import CrawlConfig
-    from crawlspace.store.base import Store
     from crawlspace.telemetry.metrics import CrawlMetrics
 
 log = logging.getLogger("crawlspace.telemetry")
@@ -38,8 +37,23 @@ def _is_error(completion: Completion) -> bool:
     return completion.state == "failed"
 
 
+class SampledStore(Protocol):
+    """What telemetry reads and writes of the store."""
+
+    @property
+    def path(self) -> str: ...
+
+    def queued(self) -> int: ...
+
+    def ready_hosts(self, now: float) -> int: ...
+
+    def record_sample(self, sample: dict[str, float | None]) -> None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+
 class Telemetry:
-    def __init__(self, config: CrawlConfig, store: Store) -> None:
+    def __init__(self, config: CrawlConfig, store: SampledStore) -> None:
         self.interval = max(config.sample_seconds, 0.01)
         self.metrics_port = config.metrics_port
         self.store = store
