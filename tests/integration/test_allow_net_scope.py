@@ -17,6 +17,7 @@ import pytest
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html_site, sitemap_xml
 from crawlspace.ops.export import iter_records
 from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.views import url_state
 from crawlspace.urls import host_key
 from tests.redis_servers import RedisDeployment
 from tests.webs import stats_json
@@ -145,6 +146,6 @@ def test_four_workers_refuse_the_bait_port_too(tmp_path: Path, cluster: RedisDep
     frontier = RedisFrontier(connect(cluster.url), namespace="optin", buckets=16, epoch=0)
     try:
         for url in urls:
-            assert frontier.url_state(url, host_key(url)) == ("excluded", "scope"), url
+            assert url_state(frontier, url, host_key(url)) == ("excluded", "scope"), url
     finally:
         frontier.close()

@@ -22,7 +22,7 @@ from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
 from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
-from crawlspace.store.redis.views import iter_frontier_records
+from crawlspace.store.redis.views import completion_events, iter_frontier_records
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.integration.test_dedup_crawl import _article
 from tests.integration.test_dedup_crawl import build_site as dups_site
@@ -184,7 +184,7 @@ def run_workers(
     frontier = RedisFrontier(connect(cluster.url), namespace="same", buckets=BUCKETS, epoch=0)
     try:
         urls = list(iter_frontier_records(frontier, "urls"))
-        events = frontier.completion_events()
+        events = completion_events(frontier)
     finally:
         frontier.close()
     rows = [r for i in range(WORKERS) for r in local_dedup_rows(tmp_path / f"w{i}")]

@@ -16,6 +16,7 @@ from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import crawl_stats, open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.views import completion_events
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment
 from tests.workers import crawl_with_workers
@@ -229,7 +230,7 @@ def test_workers_on_a_cluster_revalidate_unchanged_pages_too(
     assert_revalidated(log)
     frontier = RedisFrontier(connect(cluster.url), namespace="recrawl", buckets=16, epoch=0)
     try:
-        events = frontier.completion_events()
+        events = completion_events(frontier)
     finally:
         frontier.close()
     per_visit = Counter((e["id"], e["version"]) for e in events)

@@ -37,7 +37,13 @@ from crawlspace.cli import main
 from crawlspace.demo.webfarm import Site, WebFarm, html_site
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.redis.frontier import RedisFrontier, connect
-from crawlspace.store.redis.views import count_urls, frontier_stats, iter_frontier_records
+from crawlspace.store.redis.views import (
+    completion_events,
+    count_urls,
+    frontier_stats,
+    iter_frontier_records,
+    url_state,
+)
 from tests.redis_servers import RedisDeployment, start_cluster, start_single, wait_cluster_ok
 from tests.webs import linked_pages
 
@@ -488,8 +494,8 @@ def test_a_completion_whose_reply_was_lost_still_counts(
         assert lost, "the fault was injected"
         # A second call with the same lease is a duplicate: refused, as by every store.
         assert not frontier.complete(page, Completion(state="fetched"), now)
-        assert len(frontier.completion_events()) == 1
-        assert frontier.url_state(f"{host}/1", host) == ("fetched", None)
+        assert len(completion_events(frontier)) == 1
+        assert url_state(frontier, f"{host}/1", host) == ("fetched", None)
     finally:
         frontier.close()
 

@@ -20,6 +20,7 @@ import pytest
 
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.store.redis.frontier import RedisFrontier, connect
+from crawlspace.store.redis.views import completion_events
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment, start_cluster, wait_cluster_ok
 from tests.webs import linked_pages, slow_site
@@ -110,7 +111,7 @@ def check_crawl(farm: WebFarm, frontier: RedisFrontier) -> None:
         assert fetched >= set(linked_pages(PAGES)), name
     assert frontier.in_flight() == 0
     assert frontier.queued() == 0
-    events = frontier.completion_events()
+    events = completion_events(frontier)
     per_visit = Counter((e["id"], e["version"]) for e in events)
     assert per_visit
     assert max(per_visit.values()) == 1
@@ -185,7 +186,7 @@ def test_four_workers_stay_polite_and_survive_a_kill_9(
     check_crawl(farm, frontier)
     # The killed worker's page lease expired and another worker completed that URL.
     _, url_id, _ = victim.split("|")
-    (event,) = [e for e in frontier.completion_events() if e["id"] == url_id]
+    (event,) = [e for e in completion_events(frontier) if e["id"] == url_id]
     assert not event["lease"].startswith(victim.split("|")[2].split(".")[0] + ".")
     frontier.close()
 

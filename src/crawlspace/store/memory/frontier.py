@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from crawlspace.lifecycle import ROBOTS_EXCLUSIONS, UrlState, check_transition
 from crawlspace.limits import token_retry_at
-from crawlspace.plans import NO_PLAN, CompletionPlan, DayCount, Outcome
+from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
 from crawlspace.records import (
     Completion,
     Lease,
@@ -215,8 +215,11 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
         if retry:
             self._enqueue(active.host, url)  # a retry keeps its attempt count
         else:
-            if plan.day is not None:
-                self._count_day(active.host, plan.day, rejections)
+            if plan.day is not None and active.host.count_page(plan.day):
+                # The per-day page budget: at the cap the host waits for its ``until``.
+                self._move_clock(active.host, plan.day.until)
+                if active.host.day_pages == plan.day.cap:
+                    rejections["budget_host_day"] = 1
             if completion.revisit is not None:
                 self._due.schedule(url, completion.revisit)
         self._move_clock(active.host, completion.next_allowed_at)
@@ -272,16 +275,6 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
 
     def next_due_at(self) -> float | None:
         return self._due.next_at()
-
-    def _count_day(self, host: MemHost, day: DayCount, rejections: dict[str, int]) -> None:
-        """The per-day page budget: at the cap the host waits for the next UTC day."""
-        if host.day != day.day:
-            host.day, host.day_pages = day.day, 0
-        host.day_pages += 1
-        if host.day_pages >= day.cap:
-            self._move_clock(host, day.until)
-        if host.day_pages == day.cap:
-            rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
 
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
         active = self._current(lease, LeaseKind.ROBOTS)

@@ -11,6 +11,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from crawlspace.lifecycle import UrlState
+from crawlspace.plans import DayCount
 from crawlspace.records import Lease, LeaseKind, RobotsRecord
 
 NEVER = float("-inf")
@@ -65,6 +66,13 @@ class MemHost:
     budget_counts: dict[str, int] = field(default_factory=dict)  # keyed budgets' counters
     day: int = -1  # the UTC day of day_pages (a plan's DayCount, plans.py)
     day_pages: int = 0
+
+    def count_page(self, day: DayCount) -> bool:
+        """One more page on the plan's day (a new day starts at 0); True once at its cap."""
+        if self.day != day.day:
+            self.day, self.day_pages = day.day, 0
+        self.day_pages += 1
+        return self.day_pages >= day.cap
 
     def push(self, url: MemUrl, seq: int) -> None:
         """Queue ``url`` at its priority, in the revisit band if below 0."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from crawlspace.bands import REVISIT_BAND
 from crawlspace.plans import CashRule
 from crawlspace.records import Completion, Lease
+from crawlspace.store.redis.index import BucketIndex
 from crawlspace.store.redis.scripts import ScriptRunner
 
 __all__ = ["CashLedger", "PageCash"]
@@ -42,9 +43,13 @@ class PageCash:
 class CashLedger:
     """Lambda's per-page total and the number of known URLs, in ``{ns:cash}``, by ``rule``."""
 
-    def __init__(self, scripts: ScriptRunner, rule: CashRule | None) -> None:
+    def __init__(
+        self, scripts: ScriptRunner, rule: CashRule | None, index: BucketIndex, max_in_flight: int
+    ) -> None:
         self._f = scripts
         self.rule = rule
+        self._index = index
+        self._max_in_flight = max_in_flight
         self.prefix = f"{{{scripts.namespace}:cash}}:"
         self._total: float | None = None
 
@@ -70,6 +75,28 @@ class CashLedger:
             url_id, cash, banded = str(grown[i]), str(grown[i + 1]), int(str(grown[i + 2]))
             out.append((url_id, cash, rule.price(float(cash)) - banded * REVISIT_BAND))
         return out
+
+    def after_page(
+        self, rule: CashRule, grown: Sequence[object], paid: PageCash | None, known: int
+    ) -> None:
+        """Once a page's completing write ran: price the URLs whose cash its links (and,
+        kept while it was leased, its own) grew, then, when the page took (``paid``), count
+        the URLs it made known and give Lambda its cut."""
+        self.reprice(self.prices(rule, grown))
+        if paid is not None:
+            self.pay(rule, known, paid.to_lambda)
+
+    def reprice(self, prices: Sequence[tuple[str, str, int]]) -> None:
+        """The priorities of URLs whose cash a script grew, each in its own bucket
+        (lua/reprice.lua), written only while that cash is still theirs."""
+        by_bucket: dict[int, list[object]] = {}
+        for url_id, cash, priority in prices:
+            by_bucket.setdefault(int(url_id) % self._f.buckets, []).extend((url_id, cash, priority))
+        calls: list[tuple[int, Sequence[object]]] = [
+            (bucket, (self._max_in_flight, *fields)) for bucket, fields in by_bucket.items()
+        ]
+        if calls:
+            self._index.apply_replies([b for b, _ in calls], self._f.run_many("reprice", calls))
 
     def pay(self, rule: CashRule, known: int, to_lambda: float) -> None:
         """Count ``known`` more URLs and give Lambda its cut, each known URL an equal part

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["ADD_CHUNK", "num"]
+import base64
+from collections.abc import Mapping
+
+from crawlspace.records import RobotsRecord
+
+__all__ = ["ADD_CHUNK", "num", "robots_args", "robots_record", "url_key"]
 
 ADD_CHUNK = 500  # URLs per add or exclude script: each call stays short (Redis is one thread)
 
@@ -10,3 +15,36 @@ ADD_CHUNK = 500  # URLs per add or exclude script: each call stays short (Redis 
 def num(value: float) -> str:
     """Shortest exact decimal form of a float (repr round-trips), which Redis parses as a score."""
     return repr(float(value))
+
+
+def url_key(url_id: int) -> str:
+    """A URL id as the scripts key it: fixed width, so a queue's ties sort by admission."""
+    return f"{url_id:016d}"
+
+
+def robots_args(record: RobotsRecord) -> tuple[object, ...]:
+    """A robots.txt record as lua/complete_robots.lua takes it. The body travels base64-encoded:
+    the client decodes replies as text, bodies are bytes."""
+    return (
+        "" if record.status is None else record.status,
+        record.outcome,
+        base64.b64encode(record.body).decode("ascii"),
+        num(record.fetched_at),
+        num(record.expires_at),
+        record.attempts,
+        record.error or "",
+    )
+
+
+def robots_record(host_key: str, fields: Mapping[str, str]) -> RobotsRecord:
+    """A robots.txt record from its hash (``robots_args``' fields by name)."""
+    return RobotsRecord(
+        host_key=host_key,
+        status=int(fields["status"]) if fields["status"] else None,
+        outcome=fields["outcome"],
+        body=base64.b64decode(fields["body"]),
+        fetched_at=float(fields["fetched_at"]),
+        expires_at=float(fields["expires_at"]),
+        attempts=int(fields["attempts"]),
+        error=fields["error"] or None,
+    )

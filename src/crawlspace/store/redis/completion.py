@@ -7,14 +7,61 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from crawlspace.plans import DayCount, LinkEffects
-from crawlspace.records import Completion
+from crawlspace.records import Completion, Lease
 from crawlspace.store.redis.cash import PageCash
-from crawlspace.store.redis.codec import num
+from crawlspace.store.redis.codec import num, url_key
 
-__all__ = ["plan_args"]
+__all__ = ["complete_args"]
 
 
-def plan_args(
+def complete_args(
+    lease: Lease,
+    completion: Completion,
+    now: float,
+    *,
+    max_in_flight: int,
+    events_maxlen: int,
+    duplicate: bool,
+    cash: PageCash | None,
+    notes: Mapping[str, str],
+    effects: LinkEffects,
+    same_host: Sequence[str],
+) -> list[object]:
+    """ARGV 2 onward of lua/complete.lua: ``cash`` the page's AOPIC split, ``notes`` the host
+    notes to write with it, ``effects`` what its admitted links led to and ``same_host`` the
+    ids of the new URLs they queued on its host."""
+    nxt = completion.next_allowed_at
+    terminal = completion.state != "queued"
+    day = (completion.plan.day if completion.plan is not None else None) if terminal else None
+    return [
+        url_key(lease.url_id),
+        lease.lease_id,
+        lease.version,
+        lease.epoch,
+        completion.state,
+        completion.reason or "",
+        "" if nxt is None else num(nxt),
+        completion.etag or "",
+        completion.last_modified or "",
+        max_in_flight,
+        int(completion.fetch is not None),  # counted for terminal completions only
+        events_maxlen,
+        num(now),
+        "" if completion.host_backoff is None else completion.host_backoff,
+        "" if completion.host_failures is None else completion.host_failures,
+        *_plan_args(
+            completion,
+            day,
+            duplicate=duplicate,
+            cash=cash,
+            notes=notes,
+            effects=effects,
+            same_host=same_host,
+        ),
+    ]
+
+
+def _plan_args(
     completion: Completion,
     day: DayCount | None,
     *,
@@ -24,9 +71,7 @@ def plan_args(
     effects: LinkEffects,
     same_host: Sequence[str],
 ) -> list[object]:
-    """ARGV 17 onward of lua/complete.lua: ``cash`` the page's AOPIC split, ``notes`` the host
-    notes to write with it, ``effects`` what its admitted links led to and ``same_host`` the
-    ids of the new URLs they queued on its host."""
+    """ARGV 17 onward: what the completion's plan says (plans.py)."""
     return [
         "" if day is None else day.day,
         "" if day is None else day.cap,

@@ -10,7 +10,7 @@ buckets. ``lease`` grants the best-ranked ready hosts of the whole crawl (leasin
 front bands of bands.py). Rarer questions (leases in flight, queued and fetched
 counts) are a pipelined scan over all buckets, one round trip per shard. Scripts, retries and
 pipelines are scripts.py's; tokens held outside a host's leases (an address's, a host's for a
-robots.txt redirect hop) tokens.py's.
+robots.txt redirect hop) tokens.py's and host notes notes.py's, both composed parts.
 
 Discovered links belong to other buckets, so ``complete`` adds them *before* the completing write:
 a crash in between re-fetches the page (at-least-once) but never loses a link. With
@@ -20,7 +20,6 @@ failover of those shards cannot lose them either.
 
 from __future__ import annotations
 
-import base64
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -29,17 +28,17 @@ from redis.exceptions import RedisError
 
 from crawlspace.bands import REVISIT_BAND
 from crawlspace.lifecycle import IllegalTransition
-from crawlspace.plans import NO_PLAN, Outcome
+from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis import leasing
-from crawlspace.store.redis.admission import admit, exclude
-from crawlspace.store.redis.cash import CashLedger
-from crawlspace.store.redis.codec import num
-from crawlspace.store.redis.completion import plan_args
+from crawlspace.store.redis.admission import Admission, admit, exclude
+from crawlspace.store.redis.cash import CashLedger, PageCash
+from crawlspace.store.redis.codec import num, robots_args, robots_record, url_key
+from crawlspace.store.redis.completion import complete_args
 from crawlspace.store.redis.index import BucketIndex
-from crawlspace.store.redis.notes import PendingNotes, RedisHostNotes
-from crawlspace.store.redis.scripts import connect, stored_buckets
+from crawlspace.store.redis.notes import RedisHostNotes
+from crawlspace.store.redis.scripts import ScriptRunner, connect, stored_buckets
 from crawlspace.store.redis.tokens import HeldTokens
 from crawlspace.store.redis.wait import ReplicationBarrier
 
@@ -50,7 +49,7 @@ DEFAULT_BUCKETS = 1024
 log = logging.getLogger("crawlspace.store.redis")
 
 
-class RedisFrontier(HeldTokens, RedisHostNotes):
+class RedisFrontier(ScriptRunner):
     """Implements ``crawlspace.store.base.Frontier`` on Redis or Redis Cluster."""
 
     def __init__(
@@ -90,8 +89,13 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         # A lost index mark hides its bucket's hosts for at most sweep_seconds (index.py).
         self.index = BucketIndex(self, sweep_seconds)
         self.spread = leasing.Spread()  # how many buckets a lease peeks first (leasing.py)
-        self.cash = CashLedger(self, self.limits.cash)  # AOPIC's Lambda (cash.py)
-        self.pending_notes = PendingNotes()  # host notes put, written each lease round
+        # AOPIC's Lambda and the pricing of grown cash (cash.py).
+        self.cash = CashLedger(
+            self, self.limits.cash, self.index, self.limits.max_in_flight_per_host
+        )
+        self.notes = RedisHostNotes(self)  # what policy learns per host (notes.py)
+        # Tokens held outside a host's own leases (tokens.py).
+        self.tokens = HeldTokens(self, self.limits, self.index)
 
     # -- the Frontier protocol -----------------------------------------------------------------
 
@@ -110,7 +114,7 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
     ) -> Any:
         """Run a write script on one bucket, copy its index update (index.py), return the
         rest of its reply."""
-        reply = self._run(name, bucket, *args, retried=retried)
+        reply = self.run(name, bucket, *args, retried=retried)
         return self.index.apply_replies([bucket], [reply])[0]
 
     def ready_hosts(self, now: float) -> int:
@@ -119,9 +123,6 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
     def lease(self, now: float, limit: int, lease_seconds: float) -> list[Lease]:
         return leasing.grant(self, now, limit, lease_seconds)
 
-    def _url_id(self, url_id: int) -> str:
-        return f"{url_id:016d}"
-
     def complete(
         self, lease: Lease, completion: Completion, now: float, *, duplicate: bool = False
     ) -> Outcome | None:
@@ -129,25 +130,14 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         if lease.kind is not LeaseKind.PAGE:
             return None
         plan = completion.plan or NO_PLAN
-        rejections: dict[str, int] = {}
-        found: list[str] = []
-        admitted: list[str] = []
-        found_new = 0
         rule = self.limits.cash
         cash = None
-        grown: list[object] = []
         if rule is not None and completion.state != "queued":
             cash = self.cash.settle(rule, lease, completion)
-        if completion.discovered:
-            # Other buckets, so not atomic with the completion: add first (see module docstring).
-            page = lease.host_key if completion.state != "queued" else None
-            links = None if cash is None else (cash.lambda_total, cash.share, cash.priced)
-            admission = admit(self, completion.discovered, now, plan, page_host=page, cash=links)
-            result, found, admitted, grown = admission
-            found_new = result.added + result.rejected.get("budget_host", 0)
-            rejections.update(result.rejected)
-            if self.barrier.replicas > 0:
-                self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
+        links = self._admit_links(lease, completion, now, plan, cash)
+        rejections = dict(links.result.rejected)
+        grown = links.grown
+        found_new = links.result.added + rejections.get("budget_host", 0)
         if completion.excluded:
             # Records of refusals only: a failover that loses one costs a repeated refusal.
             exclude(self, completion.excluded, lease.depth + 1, now)
@@ -155,50 +145,31 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         # The host's pending notes go with its completion's, which are newer (notes.py); the
         # script writes them if the lease is still current, before the host's token goes back.
         notes = {
-            **self.pending_notes.take(self._notes_key(lease.host_key)),
+            **self.notes.pending.take(self.notes.key(lease.host_key)),
             **completion.notes,
             **effects.notes,
         }
-        nxt = completion.next_allowed_at
-        retried: list[bool] = []
-        reply = self._run_indexed(
-            "complete",
-            self.bucket(lease.host_key),
-            self._url_id(lease.url_id),
-            lease.lease_id,
-            lease.version,
-            lease.epoch,
-            completion.state,
-            completion.reason or "",
-            "" if nxt is None else num(nxt),
-            completion.etag or "",
-            completion.last_modified or "",
-            self.limits.max_in_flight_per_host,
-            int(completion.fetch is not None),  # counted for terminal completions only
-            self._events_maxlen,
-            num(now),
-            "" if completion.host_backoff is None else completion.host_backoff,
-            "" if completion.host_failures is None else completion.host_failures,
-            *plan_args(
-                completion,
-                plan.day if completion.state != "queued" else None,
-                duplicate=duplicate,
-                cash=cash,
-                notes=notes,
-                effects=effects,
-                same_host=found,
-            ),
-            retried=retried,
+        args = complete_args(
+            lease,
+            completion,
+            now,
+            max_in_flight=self.limits.max_in_flight_per_host,
+            events_maxlen=self._events_maxlen,
+            duplicate=duplicate,
+            cash=cash,
+            notes=notes,
+            effects=effects,
+            same_host=links.ids,
         )
+        retried: list[bool] = []
+        reply = self._run_indexed("complete", self.bucket(lease.host_key), *args, retried=retried)
         done = int(reply[0])
         if rule is not None:
-            # The links' gifts stand whatever the completion's fate (they were added first).
+            # The links' gifts stand whatever the completion's fate (they were added first);
+            # a share that reached the page while it was leased, it keeps.
             if done == 1 and cash is not None and reply[2]:
-                # A share reached the page while it was leased: it keeps that.
-                grown = [*grown, self._url_id(lease.url_id), reply[2], reply[3]]
-            self._reprice(self.cash.prices(rule, grown))
-            if done == 1 and cash is not None:
-                self.cash.pay(rule, found_new, cash.to_lambda)
+                grown = [*grown, url_key(lease.url_id), reply[2], reply[3]]
+            self.cash.after_page(rule, grown, cash if done == 1 else None, found_new)
         if done == 1 and int(reply[1]):
             rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1
         if done < 0:
@@ -206,21 +177,27 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
         # 2: this lease was completed already. After a lost reply that was this very call, so
         # the completion holds (the worker keeps its local rows); a second call is refused.
         if done == 1 or (done == 2 and bool(retried)):
-            return Outcome(rejections, admitted, duplicate)
+            return Outcome(rejections, links.urls, duplicate)
         return None
 
-    def _reprice(self, prices: Sequence[tuple[str, str, int]]) -> None:
-        """AOPIC: the priorities of URLs whose cash a script grew, each in its own bucket
-        (lua/reprice.lua), written only while that cash is still theirs."""
-        by_bucket: dict[int, list[object]] = {}
-        for url_id, cash, priority in prices:
-            by_bucket.setdefault(int(url_id) % self.buckets, []).extend((url_id, cash, priority))
-        calls: list[tuple[int, Sequence[object]]] = [
-            (bucket, (self.limits.max_in_flight_per_host, *fields))
-            for bucket, fields in by_bucket.items()
-        ]
-        if calls:
-            self.index.apply_replies([b for b, _ in calls], self.run_many("reprice", calls))
+    def _admit_links(
+        self,
+        lease: Lease,
+        completion: Completion,
+        now: float,
+        plan: CompletionPlan,
+        cash: PageCash | None,
+    ) -> Admission:
+        """A completion's links, added *before* its completing write: they belong to other
+        buckets, so it cannot be atomic with them (see the module docstring)."""
+        if not completion.discovered:
+            return Admission(AddResult(0, 0, {}), [], [], [])
+        page = lease.host_key if completion.state != "queued" else None
+        links = None if cash is None else (cash.lambda_total, cash.share, cash.priced)
+        admission = admit(self, completion.discovered, now, plan, page_host=page, cash=links)
+        if self.barrier.replicas > 0:
+            self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
+        return admission
 
     def _replicate(self, host_key: str, link_hosts: set[str]) -> None:
         """WAIT on the links' other shards; a shortfall is counted, never fatal (wait.py)."""
@@ -241,13 +218,7 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
                 lease.lease_id,
                 num(next_allowed_at),
                 self.limits.max_in_flight_per_host,
-                "" if record.status is None else record.status,
-                record.outcome,
-                base64.b64encode(record.body).decode("ascii"),
-                num(record.fetched_at),
-                num(record.expires_at),
-                record.attempts,
-                record.error or "",
+                *robots_args(record),
             )
         )
 
@@ -258,7 +229,7 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
                 self.bucket(lease.host_key),
                 lease.kind.value,
                 lease.host_key,
-                self._url_id(lease.url_id),
+                url_key(lease.url_id),
                 lease.lease_id,
                 lease.version,
                 lease.epoch,
@@ -270,12 +241,12 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
     # -- robots re-evaluation (crawl/leases.py), in the host's bucket (lua/reevaluate.lua) ------
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
-        reply = self._run("reevaluate", self.bucket(host_key), "list", host_key, limit)
+        reply = self.run("reevaluate", self.bucket(host_key), "list", host_key, limit)
         pairs = [(int(reply[i]), str(reply[i + 1])) for i in range(0, len(reply), 2)]
         return sorted(pairs)
 
     def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
-        ids = [self._url_id(url_id) for url_id in url_ids]
+        ids = [url_key(url_id) for url_id in url_ids]
         return int(
             self._run_indexed(
                 "reevaluate",
@@ -351,20 +322,8 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
 
     def robots(self, host_key: str) -> RobotsRecord | None:
         key = f"{self.key_prefix(self.bucket(host_key))}r:{host_key}"
-        f = self.client.hgetall(key)
-        if not f:
-            return None
-        # The body travels base64-encoded: the client decodes replies as text, bodies are bytes.
-        return RobotsRecord(
-            host_key=host_key,
-            status=int(f["status"]) if f["status"] else None,
-            outcome=f["outcome"],
-            body=base64.b64decode(f["body"]),
-            fetched_at=float(f["fetched_at"]),
-            expires_at=float(f["expires_at"]),
-            attempts=int(f["attempts"]),
-            error=f["error"] or None,
-        )
+        fields = self.client.hgetall(key)
+        return robots_record(host_key, fields) if fields else None
 
     # -- crawl bookkeeping and inspection ------------------------------------------------------
 
@@ -401,20 +360,31 @@ class RedisFrontier(HeldTokens, RedisHostNotes):
     def seed_urls(self) -> list[str]:
         return sorted(self.client.smembers(f"{self.namespace}:seeds"))
 
-    def url_state(self, url: str, host_key: str) -> tuple[str, str | None] | None:
-        prefix = self.key_prefix(self.bucket(host_key))
-        url_id = self.client.hget(prefix + "seen", url)
-        if url_id is None:
-            return None
-        state, reason = self.client.hmget(f"{prefix}u:{url_id}", "state", "reason")
-        return str(state), reason or None
+    # -- composed parts: host tokens outside leases (tokens.py), host notes (notes.py) --------
 
-    def completion_events(self) -> list[dict[str, str]]:
-        """Every completion event of every bucket (for audits and tests; O(events))."""
-        events: list[dict[str, str]] = []
-        for bucket in range(self.buckets):
-            events.extend(f for _, f in self.client.xrange(self.key_prefix(bucket) + "events"))
-        return events
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        return self.tokens.take_address(address, holder, now, expires_at)
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        self.tokens.give_address(address, holder, ended)
+
+    def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
+        return self.tokens.take_host(host_key, holder, now, expires_at)
+
+    def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None:
+        self.tokens.give_host(host_key, holder, next_allowed_at)
+
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        return self.notes.host_notes(host_key, names)
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        self.notes.put_host_note(host_key, name, text)
+
+    def flush_notes(self) -> None:
+        """Write the host notes put since the last lease round (notes.py)."""
+        self.notes.flush()
 
     def close(self) -> None:
         try:

@@ -50,39 +50,44 @@ class PendingNotes:
         return pending
 
 
-class RedisHostNotes(ScriptRunner):
+class RedisHostNotes:
     """``host_notes`` and ``put_host_note`` of ``crawlspace.store.base.Frontier``: a hash per
-    host in its bucket's slot. A mixin of ``RedisFrontier`` (frontier.py), which writes the
+    host in its bucket's slot. A part of ``RedisFrontier`` (frontier.py), which writes the
     host's pending notes with its completions."""
 
-    pending_notes: PendingNotes
+    def __init__(self, scripts: ScriptRunner) -> None:
+        self._scripts = scripts
+        self.pending = PendingNotes()  # host notes put, written each lease round
 
-    def _notes_key(self, host_key: str) -> str:
-        return f"{self.key_prefix(self.bucket(host_key))}n:{host_key}"
+    def key(self, host_key: str) -> str:
+        """The host's notes hash."""
+        return f"{self._scripts.key_prefix(self._scripts.bucket(host_key))}n:{host_key}"
 
     def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
         if not names:
             return {}
-        key = self._notes_key(host_key)
+        key = self.key(host_key)
         asked = list(names)
-        texts = self.retrying(lambda: self.client.hmget(key, asked))
+        client = self._scripts.client
+        texts = self._scripts.retrying(lambda: client.hmget(key, asked))
         found = {name: text for name, text in zip(asked, texts, strict=True) if text is not None}
-        return self.pending_notes.overlay(key, asked, found)
+        return self.pending.overlay(key, asked, found)
 
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
-        if self.pending_notes.put(self._notes_key(host_key), name, text):
-            self.flush_notes()
+        if self.pending.put(self.key(host_key), name, text):
+            self.flush()
 
-    def flush_notes(self) -> None:
-        """Write every pending host note (notes.py), one pipeline for all."""
-        pending = self.pending_notes.drain()
+    def flush(self) -> None:
+        """Write every pending host note, one pipeline for all."""
+        pending = self.pending.drain()
         if not pending:
             return
+        client = self._scripts.client
 
         def write() -> None:
-            pipe = self.client.pipeline(transaction=False)
+            pipe = client.pipeline(transaction=False)
             for key, notes in pending.items():
                 pipe.hset(key, mapping=notes)
             pipe.execute()
 
-        self.retrying(write)
+        self._scripts.retrying(write)

@@ -206,7 +206,7 @@ class ScriptRunner:
     def _load_scripts(self) -> None:
         self._sha = {name: self.client.script_load(src) for name, src in self._src.items()}
 
-    def _run(self, name: str, bucket: int, *args: object, retried: list[bool] | None = None) -> Any:
+    def run(self, name: str, bucket: int, *args: object, retried: list[bool] | None = None) -> Any:
         prefix = self.key_prefix(bucket)
         return self.run_key(name, prefix + "st", (prefix, *args), retried=retried)
 
@@ -231,7 +231,7 @@ class ScriptRunner:
             results = [exc] * len(calls)
         for i, result in enumerate(results):
             if isinstance(result, RERUN):
-                results[i] = self._run(name, calls[i][0], *calls[i][1])
+                results[i] = self.run(name, calls[i][0], *calls[i][1])
             elif isinstance(result, Exception):
                 raise result
         return results

@@ -338,3 +338,21 @@ def _hosts(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
             # the read side (ops/export.py) says what they mean.
             "notes": notes,
         }
+
+
+def url_state(frontier: RedisFrontier, url: str, host_key: str) -> tuple[str, str | None] | None:
+    """A URL's state and reason, or None if the frontier never saw it (for audits and tests)."""
+    prefix = frontier.key_prefix(frontier.bucket(host_key))
+    url_id = frontier.client.hget(prefix + "seen", url)
+    if url_id is None:
+        return None
+    state, reason = frontier.client.hmget(f"{prefix}u:{url_id}", "state", "reason")
+    return str(state), reason or None
+
+
+def completion_events(frontier: RedisFrontier) -> list[dict[str, str]]:
+    """Every completion event of every bucket (for audits and tests; O(events))."""
+    events: list[dict[str, str]] = []
+    for bucket in range(frontier.buckets):
+        events.extend(f for _, f in frontier.client.xrange(frontier.key_prefix(bucket) + "events"))
+    return events
