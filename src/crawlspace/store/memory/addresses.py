@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from crawlspace.limits import AddressPolicy
 
-__all__ = ["AddressTokens", "OwnedAddressTokens"]
+__all__ = ["AddressTokens"]
 
 _SWEEP_EVERY = 4096  # gives between sweeps of idle addresses
 
@@ -65,18 +65,3 @@ class AddressTokens:
     def in_flight(self, address: str) -> int:
         state = self._addresses.get(address)
         return len(state.holders) if state else 0
-
-
-class OwnedAddressTokens:
-    """``take_address`` and ``give_address`` (store/base.py) for an engine whose crawl one process
-    owns (memory, SQLite): the tokens live in that process, in ``self.address_tokens``."""
-
-    address_tokens: AddressTokens
-
-    def take_address(
-        self, address: str, holder: str, now: float, expires_at: float
-    ) -> float | None:
-        return self.address_tokens.take(address, holder, now, expires_at)
-
-    def give_address(self, address: str, holder: str, ended: float) -> None:
-        self.address_tokens.give(address, holder, ended)

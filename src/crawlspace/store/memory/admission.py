@@ -1,16 +1,17 @@
 """The memory engine's admission: the URL-seen test and enqueue-if-new, with the per-host cap and
-the keyed budgets a completion's plan counts its links under (plans.py). A mixin of
-``MemoryFrontier`` (frontier.py), which owns the state it reads and the queues it feeds
-(``_enqueue``, ``_reschedule``).
+the keyed budgets a completion's plan counts its links under (plans.py), and what a page's
+links then lead to (the plan's notes and sink, in-links and cash: links.py). A part of
+``MemoryFrontier`` (frontier.py), given the state it shares and the frontier's queue steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from crawlspace.lifecycle import UrlState
 from crawlspace.plans import NO_PLAN, CompletionPlan
-from crawlspace.records import UrlCandidate
+from crawlspace.records import Completion, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.links import Admitted, LinkPolicy
 from crawlspace.store.memory.records import MemHost, MemUrl
@@ -19,20 +20,33 @@ from crawlspace.urls import host_key
 _BUDGET_HOST = "budget_host"
 
 
+@dataclass(frozen=True, slots=True)
+class FrontierState:
+    """The memory frontier's records admission reads and grows (frontier.py owns them), and
+    its queue steps: a URL into its host's queue, a host into its ready heap, a new priority."""
+
+    limits: FrontierLimits
+    urls: dict[str, MemUrl]  # every URL ever seen: the source of truth for dedup
+    by_id: list[MemUrl | None]
+    hosts: dict[str, MemHost]
+    notes: dict[str, dict[str, str]]  # host notes (notes.py)
+    enqueue: Callable[[MemHost, MemUrl], None]
+    reschedule: Callable[[MemHost], None]
+    reprioritize: Callable[[MemUrl, int], None]
+
+
 class MemoryAdmission:
     """``add`` (store/base.py Frontier) and the admission steps a completion's links take."""
 
-    _limits: FrontierLimits
-    _urls: dict[str, MemUrl]
-    _by_id: list[MemUrl | None]
-    _hosts: dict[str, MemHost]
-    _links: LinkPolicy
-
-    def _enqueue(self, host: MemHost, url: MemUrl) -> None:
-        raise NotImplementedError  # frontier.py
-
-    def _reschedule(self, host: MemHost) -> None:
-        raise NotImplementedError  # frontier.py
+    def __init__(self, state: FrontierState) -> None:
+        self._state = state
+        self._limits = state.limits
+        self._urls = state.urls
+        self._by_id = state.by_id
+        self._hosts = state.hosts
+        self._enqueue = state.enqueue
+        self._reschedule = state.reschedule
+        self._links = LinkPolicy(state.limits, state.reprioritize)
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
         admitted = Admitted()
@@ -86,6 +100,39 @@ class MemoryAdmission:
             added += 1
         return AddResult(added=added, already_seen=seen, rejected=rejected)
 
+    def take_links(
+        self,
+        host: MemHost,
+        url: MemUrl,
+        completion: Completion,
+        plan: CompletionPlan,
+        rejections: dict[str, int],
+        *,
+        retry: bool,
+    ) -> Admitted:
+        """Admit the page's links under its plan's budgets and apply what they led to (the
+        plan's notes and sink); a finished visit's links also carry its cash and count as
+        in-links (links.py), a retry's are only admitted."""
+        links: Sequence[UrlCandidate] = completion.discovered
+        cash = (0.0, 0.0)
+        if not retry:
+            links, cash = self._links.take_cash(url, links)
+        admitted = Admitted()
+        if links:
+            result = self._admit(links, plan, admitted)
+            for reason, n in result.rejected.items():
+                rejections[reason] = rejections.get(reason, 0) + n
+        effects = plan.after_links(len(admitted.new) + admitted.over_host_budget)
+        if effects.notes:
+            self._state.notes.setdefault(host.key, {}).update(effects.notes)
+        if effects.sink:
+            for new in admitted.new:
+                if new.host_key == host.key:
+                    self._state.reprioritize(new, new.priority + effects.sink)
+        if not retry:
+            self._links.after_page(admitted, cash, len(self._by_id) - 1, plan.inlinks)
+        return admitted
+
     def _readmit(self, url: MemUrl, cand: UrlCandidate) -> bool:
         """A URL excluded for its depth, met again within it: admitted (as every store does)."""
         if url.state is not UrlState.EXCLUDED or url.reason != "depth":
@@ -101,7 +148,7 @@ class MemoryAdmission:
         self._reschedule(host)
         return True
 
-    def _exclude(self, excluded: Sequence[tuple[str, str]], depth: int) -> None:
+    def exclude(self, excluded: Sequence[tuple[str, str]], depth: int) -> None:
         """Remember URLs refused at admission with their reasons: met again, they are seen."""
         for url, reason in excluded:
             if url not in self._urls:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from crawlspace.lifecycle import ROBOTS_EXCLUSIONS, UrlState, check_transition
 from crawlspace.limits import token_retry_at
-from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
+from crawlspace.plans import NO_PLAN, Outcome
 from crawlspace.records import (
     Completion,
     Lease,
@@ -28,12 +28,11 @@ from crawlspace.records import (
     RobotsRecord,
     UrlCandidate,
 )
-from crawlspace.store.base import FrontierLimits
-from crawlspace.store.memory.addresses import AddressTokens, OwnedAddressTokens
-from crawlspace.store.memory.admission import MemoryAdmission
+from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.memory.addresses import AddressTokens
+from crawlspace.store.memory.admission import FrontierState, MemoryAdmission
 from crawlspace.store.memory.due import DueRevisits
-from crawlspace.store.memory.links import Admitted, LinkPolicy
-from crawlspace.store.memory.notes import HostNotesInMemory
+from crawlspace.store.memory.notes import host_notes
 from crawlspace.store.memory.ready import COMPACT_FACTOR, COMPACT_MIN, ReadyHosts
 from crawlspace.store.memory.records import (
     Active,
@@ -48,7 +47,7 @@ from crawlspace.store.memory.reevaluate import reopen_excluded, robots_excluded
 _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 
 
-class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
+class MemoryFrontier:
     """The frontier core; implements ``crawlspace.store.base.Frontier``."""
 
     def __init__(
@@ -61,7 +60,7 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
                 f"max_in_flight_per_host must be at least 1, got {limits.max_in_flight_per_host}"
             )
         self._limits = limits
-        self.notes = {}
+        self.notes: dict[str, dict[str, str]] = {}  # host key -> name -> text
         self._robots_url = robots_url
         self._urls: dict[str, MemUrl] = {}  # every URL ever seen: the source of truth for dedup
         self._by_id: list[MemUrl | None] = [None]  # url_id 0 is the robots lease's placeholder
@@ -75,8 +74,37 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
         self._ready = ReadyHosts(limits.front, self._seq.__next__)
         self._lease_ids = itertools.count(1)
         self._queued = 0
-        self._links = LinkPolicy(limits, self._reprioritize)
+        state = FrontierState(
+            limits,
+            self._urls,
+            self._by_id,
+            self._hosts,
+            self.notes,
+            self._enqueue,
+            self._reschedule,
+            self._reprioritize,
+        )
+        self._admission = MemoryAdmission(state)  # the seen test, budgets, links (admission.py)
         self.address_tokens = AddressTokens(limits.address)  # per server address (addresses.py)
+
+    # -------------------------------------------------- composed parts: admission, tokens, notes
+
+    def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
+        return self._admission.add(candidates, now)
+
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        return self.address_tokens.take(address, holder, now, expires_at)
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        self.address_tokens.give(address, holder, ended)
+
+    def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
+        return host_notes(self.notes, host_key, names)
+
+    def put_host_note(self, host_key: str, name: str, text: str) -> None:
+        self.notes.setdefault(host_key, {})[name] = text
 
     # ----------------------------------------------------------------- queues (admission.py)
 
@@ -226,42 +254,11 @@ class MemoryFrontier(MemoryAdmission, OwnedAddressTokens, HostNotesInMemory):
         self._reschedule(active.host)
         if completion.notes:
             self.notes.setdefault(lease.host_key, {}).update(completion.notes)
-        admitted = self._take_links(active.host, url, completion, plan, rejections, retry=retry)
-        self._exclude(completion.excluded, lease.depth + 1)
+        admitted = self._admission.take_links(
+            active.host, url, completion, plan, rejections, retry=retry
+        )
+        self._admission.exclude(completion.excluded, lease.depth + 1)
         return Outcome(rejections, [u.url for u in admitted.new if u.host_key == lease.host_key])
-
-    def _take_links(
-        self,
-        host: MemHost,
-        url: MemUrl,
-        completion: Completion,
-        plan: CompletionPlan,
-        rejections: dict[str, int],
-        *,
-        retry: bool,
-    ) -> Admitted:
-        """Admit the page's links under its plan's budgets and apply what they led to (the
-        plan's notes and sink); a finished visit's links also carry its cash and count as
-        in-links (links.py), a retry's are only admitted."""
-        links: Sequence[UrlCandidate] = completion.discovered
-        cash = (0.0, 0.0)
-        if not retry:
-            links, cash = self._links.take_cash(url, links)
-        admitted = Admitted()
-        if links:
-            result = self._admit(links, plan, admitted)
-            for reason, n in result.rejected.items():
-                rejections[reason] = rejections.get(reason, 0) + n
-        effects = plan.after_links(len(admitted.new) + admitted.over_host_budget)
-        if effects.notes:
-            self.notes.setdefault(host.key, {}).update(effects.notes)
-        if effects.sink:
-            for new in admitted.new:
-                if new.host_key == host.key:
-                    self._reprioritize(new, new.priority + effects.sink)
-        if not retry:
-            self._links.after_page(admitted, cash, len(self._by_id) - 1, plan.inlinks)
-        return admitted
 
     def promote_due(self, now: float, limit: int = 1000) -> int:
         """Recrawl: queue up to ``limit`` due URLs again, earliest first, each as a new visit

@@ -20,7 +20,7 @@ from crawlspace.lifecycle import ROBOTS_EXCLUSIONS
 from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
-from crawlspace.store.memory.addresses import AddressTokens, OwnedAddressTokens
+from crawlspace.store.memory.addresses import AddressTokens
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
 from crawlspace.store.sqlite import front as sqlite_front
@@ -36,7 +36,7 @@ _ROBOTS_EXCLUDED = "state = 'excluded' AND reason IN ('robots', 'robots_unavaila
 assert {"robots", "robots_unavailable"} == ROBOTS_EXCLUSIONS
 
 
-class SqliteStore(RecordsDelegate, OwnedAddressTokens):
+class SqliteStore(RecordsDelegate):
     """Implements ``crawlspace.store.base.Store`` on a local SQLite file: the frontier's rows
     beside the crawl's records (``records.py``), in the same file and the same transactions."""
 
@@ -202,6 +202,14 @@ class SqliteStore(RecordsDelegate, OwnedAddressTokens):
                 (hold, host_id),
             )
         return True
+
+    def take_address(
+        self, address: str, holder: str, now: float, expires_at: float
+    ) -> float | None:
+        return self.address_tokens.take(address, holder, now, expires_at)
+
+    def give_address(self, address: str, holder: str, ended: float) -> None:
+        self.address_tokens.give(address, holder, ended)
 
     def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
         with self._transaction() as db:
