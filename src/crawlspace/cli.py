@@ -18,7 +18,7 @@ from crawlspace.cli_options import (
     given_from,
     port_number,
 )
-from crawlspace.errors import ConfigError, CrawlspaceError
+from crawlspace.errors import ConfigError, CrawlspaceError, StoreIOError
 from crawlspace.version import __version__
 
 
@@ -253,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args)
     try:
         return int(args.func(args))
+    except StoreIOError as exc:
+        # Committed state is intact: the same command resumes once the cause is fixed.
+        print(f"crawlspace: error: cannot read or write the crawl's state: {exc}", file=sys.stderr)
+        return 3
     except CrawlspaceError as exc:
         print(f"crawlspace: error: {exc}", file=sys.stderr)
         return 2

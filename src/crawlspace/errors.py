@@ -19,6 +19,13 @@ class StoreError(CrawlspaceError):
     """The metadata store is unusable (corrupt, wrong schema version, disk full)."""
 
 
+class StoreIOError(StoreError):
+    """An engine could not read or write (a full or failing disk, a Redis that stayed
+    unreachable past its retries). Each engine maps its own errors to this one, so the crawl
+    handles every engine's alike; committed state is intact and the same command resumes once
+    the cause is fixed."""
+
+
 class FetchError(CrawlspaceError):
     """A fetch failed before a complete HTTP response arrived. ``reason`` is a short stable slug."""
 

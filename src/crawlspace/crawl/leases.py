@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from crawlspace.crawl.robots_visit import robots_retrying
 from crawlspace.crawl.setup import completion_policy, revisit_policy, yield_rules
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
+from crawlspace.errors import StoreIOError
 from crawlspace.faults import crash_point, drop_ack
 from crawlspace.frontier.plans import plan_completion
 from crawlspace.frontier.revisit import plan_revisit
@@ -207,10 +207,10 @@ class LeaseRunner:
         except asyncio.CancelledError:
             # Given back so a resume need not wait for it to expire. On an unwritable disk the
             # lease stays in the file instead, and recover() returns it on the next start.
-            with contextlib.suppress(OSError, sqlite3.DatabaseError):
+            with contextlib.suppress(OSError, StoreIOError):
                 self._store.release(lease, self._now())
             raise
-        except (OSError, sqlite3.DatabaseError) as exc:
+        except (OSError, StoreIOError) as exc:
             # The output is unwritable (disk full, quota, read-only): every further visit would
             # fail the same way, so stop cleanly; committed state is intact and resumes later.
             self.tally.fatal_error = (
@@ -218,7 +218,7 @@ class LeaseRunner:
             )
             log.error("%s; stopping", self.tally.fatal_error)
             self._request_stop("storage_error")
-            with contextlib.suppress(OSError, sqlite3.DatabaseError):
+            with contextlib.suppress(OSError, StoreIOError):
                 self._store.release(lease, self._now())
         except Exception:
             self.tally.errors += 1

@@ -27,6 +27,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from crawlspace.bands import REVISIT_BAND
+from crawlspace.errors import StoreIOError
 from crawlspace.lifecycle import IllegalTransition
 from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
@@ -389,7 +390,7 @@ class RedisFrontier(ScriptRunner):
     def close(self) -> None:
         try:
             self.flush_notes()
-        except RedisError as exc:  # what was learned is evidence: losing a round only delays
+        except (RedisError, StoreIOError) as exc:  # evidence: losing a round only delays
             log.warning("host notes of the last lease round not written: %s", exc)
         finally:
             self.client.close()

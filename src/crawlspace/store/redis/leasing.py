@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from crawlspace.errors import StoreIOError
 from crawlspace.records import Lease, LeaseKind
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.redis.codec import num
@@ -182,7 +183,7 @@ def _confirmed(frontier: Granting, leases: list[Lease], now: float) -> list[Leas
             kept.append(lease)
             continue
         # If the master is gone, the grant expires (or was lost with it).
-        with contextlib.suppress(*TRANSIENT):
+        with contextlib.suppress(*TRANSIENT, StoreIOError):
             frontier.release(lease, now)
     key = f"{frontier.namespace}:counters"
     frontier.retrying(

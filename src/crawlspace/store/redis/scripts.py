@@ -16,6 +16,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from crawlspace.bands import REVISIT_BAND, FrontQueues
+from crawlspace.errors import StoreIOError
 
 __all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "ride_out", "stored_buckets"]
 
@@ -118,7 +119,8 @@ def ride_out(
     retried: list[bool] | None = None,
     reload: Callable[[], None] | None = None,
 ) -> _T:
-    """Retry ``call`` through a failover or a restart while ``seconds`` allow, then raise."""
+    """Retry ``call`` through a failover or a restart while ``seconds`` allow, then raise
+    StoreIOError (the crawl handles every engine's I/O errors alike)."""
     deadline = time.monotonic() + seconds
     delay = 0.05
     while True:
@@ -128,11 +130,13 @@ def ride_out(
             if reload is None:
                 raise
             reload()
-        except TRANSIENT:
+        except TRANSIENT as exc:
             if retried is not None:
                 retried[:] = [True]
             if time.monotonic() + delay > deadline:
-                raise
+                raise StoreIOError(
+                    f"the frontier stayed unreachable for {seconds:g} s: {exc}"
+                ) from exc
             time.sleep(delay)  # bounded by the deadline; nothing to do until Redis is back
             delay = min(delay * 2, 1.0)
 

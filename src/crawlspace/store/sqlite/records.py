@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from crawlspace.errors import StoreError
+from crawlspace.errors import StoreError, StoreIOError
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import priority as sqlite_priority
@@ -96,6 +96,15 @@ class CrawlRecords:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; SQLite's I/O errors (a full disk, say) leave as StoreIOError."""
+        try:
+            with self._transaction() as db:
+                yield db
+        except sqlite3.OperationalError as exc:
+            raise StoreIOError(f"{self.path}: {exc}") from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         # IMMEDIATE takes the write lock up front, so two processes sharing the file can never
         # both read a host as free and both take its token.
         self.db.execute("BEGIN IMMEDIATE")
