@@ -7,14 +7,15 @@ from typing import TYPE_CHECKING, Any
 from crawlspace.version import __version__
 
 if TYPE_CHECKING:
-    from crawlspace.config import CrawlConfig, build_config
+    from crawlspace.config import CrawlConfig
+    from crawlspace.config_sources import build_config
     from crawlspace.crawl.crawler import Crawler, CrawlSummary
 
 __all__ = ["CrawlConfig", "CrawlSummary", "Crawler", "__version__", "build_config"]
 
 _PUBLIC = {
     "CrawlConfig": "crawlspace.config",
-    "build_config": "crawlspace.config",
+    "build_config": "crawlspace.config_sources",
     "Crawler": "crawlspace.crawl.crawler",
     "CrawlSummary": "crawlspace.crawl.crawler",
 }

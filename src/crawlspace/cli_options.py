@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from crawlspace.config import build_config, given_settings
+from crawlspace.config_sources import build_config, given_settings
 
 
 def crawl_options(parser: argparse.ArgumentParser) -> None:

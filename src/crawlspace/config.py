@@ -1,17 +1,22 @@
-"""One typed configuration object, built once: defaults <- TOML file <- CLI flags."""
+"""One typed configuration object, built once (defaults <- TOML file <- CLI flags:
+config_sources.py), and its checks: values only, no policy objects (crawl/setup.py builds those)."""
 
 from __future__ import annotations
 
 import dataclasses
-import tomllib
+import functools
+import ipaddress
+import math
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
+from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
 from crawlspace.fetch.settings import ResolveOverride
-from crawlspace.frontier.priority import PriorityPolicy
+from crawlspace.frontier.budgets import compile_excludes
+from crawlspace.frontier.front_queues import front_queues
+from crawlspace.frontier.priority import PriorityPolicy, PriorityRules, compile_priority_patterns
 from crawlspace.version import __version__
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
@@ -181,9 +186,6 @@ class CrawlConfig:
         return self.total_timeout + self.lease_grace
 
     def __post_init__(self) -> None:
-        # Imported here: the checks read this module's types (config_checks.py imports it).
-        from crawlspace.config_checks import check_config
-
         check_config(self)
 
     def replace(self, **changes: Any) -> CrawlConfig:
@@ -194,95 +196,173 @@ def type_error(name: str, value: Any, expected: str) -> ConfigError:
     return ConfigError(f"{name} must be {expected} (got {value!r})")
 
 
-_FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
-_TUPLE_FIELDS = {
-    "allow_hosts",
-    "allow_nets",
-    "resolve",
-    "sitemaps",
-    "strip_params",
-    "sort_query_hosts",
-    "exclude",
-    "priority_patterns",
-}
+# -- checks: each value's type (what a TOML file or a flag can give) and range, one clear
+# ConfigError line for the first that is wrong.
 
 
-def _coerce(name: str, value: Any) -> Any:
-    if name in _TUPLE_FIELDS:
-        if isinstance(value, str | ResolveOverride):
-            value = (value,)
-        elif not isinstance(value, list | tuple):
-            raise type_error(name, value, "a string or a list of strings")
-    if name == "resolve":
-        items = []
-        for v in value:
-            if not isinstance(v, str | ResolveOverride):
-                raise type_error(name, v, "a HOST:PORT:ADDRESS string")
-            items.append(v if isinstance(v, ResolveOverride) else ResolveOverride.parse(v))
-        return tuple(items)
-    if name in _TUPLE_FIELDS:
-        return tuple(value)
-    return value
+def check_config(config: CrawlConfig) -> None:
+    _check_types(config)
+    _check_scope(config)
+    _check_counts(config)
+    _check_limits(config)
+    _check_rules(config)
 
 
-def coerce_setting(name: str, value: Any) -> Any:
-    """A setting's value as CrawlConfig holds it (tuples, parsed --resolve entries)."""
-    return _coerce(name, value)
-
-
-def build_config(config_file: Path | None = None, **overrides: Any) -> CrawlConfig:
-    """Defaults, then the TOML file's ``[crawl]`` table (or top level), then non-None overrides."""
-    values = _given_values(config_file, overrides)
-    try:
-        return CrawlConfig(**values)
-    except TypeError as exc:
-        raise ConfigError(f"invalid configuration: {exc}") from None
-
-
-def given_settings(config_file: Path | None = None, **overrides: Any) -> frozenset[str]:
-    """The settings a TOML file and overrides give (crawl/settings.py: a resume keeps the
-    others as the crawl stored them)."""
-    return frozenset(_given_values(config_file, overrides))
-
-
-def _given_values(config_file: Path | None, overrides: dict[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    if config_file is not None:
+def _check_scope(config: CrawlConfig) -> None:
+    """Scope, hosts, networks and ports."""
+    _check_types(config)
+    if config.scope not in get_args(Scope):
+        raise ConfigError(f"scope must be one of host, domain, any (got {config.scope!r})")
+    for entry in config.allow_hosts:
         try:
-            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {config_file} does not exist") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"config file {config_file} is not UTF-8 text") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
-        table = data.get("crawl", data)
-        if not isinstance(table, dict):
-            raise ConfigError(f"config file {config_file}: [crawl] must be a table")
-        for key, value in table.items():
-            name = key.replace("-", "_")
-            if name not in _FIELD_NAMES:
-                raise ConfigError(f"config file {config_file}: unknown setting {key!r}")
-            values[name] = _coerce(name, value)
-    for name, value in overrides.items():
-        if name not in _FIELD_NAMES:
-            raise ConfigError(f"unknown setting {name!r}")
-        if value is None or (name in _TUPLE_FIELDS and value == ()):
-            continue
-        if name in _TUPLE_FIELDS and name in values:
-            values[name] = values[name] + _coerce(name, value)
-        else:
-            values[name] = _coerce(name, value)
-    return values
+            parse_allow_entry(entry)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if config.metrics_port is not None and not 0 <= config.metrics_port <= 65535:
+        raise ConfigError(f"metrics_port must be 0-65535 (got {config.metrics_port})")
+
+
+def _check_counts(config: CrawlConfig) -> None:
+    """Delays and timeouts are >= 0; counts of things are >= 1."""
+    for name in (
+        "min_delay",
+        "min_delay_per_ip",
+        "delay_factor",
+        "connect_timeout",
+        "read_timeout",
+        "total_timeout",
+        "max_throttled_seconds",
+    ):
+        if getattr(config, name) < 0:
+            raise ConfigError(f"{name} must be >= 0 (got {getattr(config, name)})")
+    for name in (
+        "max_depth",
+        "max_url_length",
+        "concurrency",
+        "max_in_flight_per_host",
+        "max_in_flight_per_ip",
+        "max_redirects",
+        "max_attempts",
+        "max_throttled_attempts",
+        "robots_max_attempts",
+    ):
+        if getattr(config, name) < 1 and name != "max_depth":
+            raise ConfigError(f"{name} must be >= 1 (got {getattr(config, name)})")
+    if config.max_depth < 0:
+        raise ConfigError(f"max_depth must be >= 0 (got {config.max_depth})")
+
+
+def _check_limits(config: CrawlConfig) -> None:
+    """Lease, robots, WARC, dedup and revisit limits."""
+    if config.lease_grace <= 0:
+        raise ConfigError(
+            f"lease_grace must be > 0: how long after its grant a visit may start"
+            f" (got {config.lease_grace})"
+        )
+    if not 0 <= config.robots_min_cache_seconds <= config.robots_cache_seconds:
+        raise ConfigError(
+            "robots cache lifetimes need 0 <= robots_min_cache_seconds <= robots_cache_seconds"
+            f" (got {config.robots_min_cache_seconds} and {config.robots_cache_seconds})"
+        )
+    if config.robots_max_bytes < 500 * KIB:
+        raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
+    if config.event_loop not in ("asyncio", "uvloop"):
+        raise ConfigError(f"event_loop must be asyncio or uvloop, not {config.event_loop!r}")
+    if not 1 <= config.warc_gzip_level <= 9:
+        raise ConfigError("warc_gzip_level must be 1..9")
+    if config.bloom_expected_urls < 0 or not 0.0 < config.bloom_fp_rate < 1.0:
+        raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
+    if not 0 <= config.near_duplicate_bits < 64:
+        raise ConfigError(f"near_duplicate_bits must be 0..63 (got {config.near_duplicate_bits})")
+    if config.near_duplicate_max_pages < 0:
+        raise ConfigError(
+            f"near_duplicate_max_pages must be >= 0 (got {config.near_duplicate_max_pages})"
+        )
+    if not 0 < config.revisit_min_interval <= config.revisit_max_interval:
+        raise ConfigError("revisit intervals need 0 < revisit_min_interval <= revisit_max_interval")
+    if not 0.0 <= config.revisit_share <= 1.0:
+        raise ConfigError(f"revisit_share must be in [0, 1] (got {config.revisit_share})")
+    if config.discovery_window < 1:
+        raise ConfigError(f"discovery_window must be >= 1 (got {config.discovery_window})")
+    if config.trap_sample < 0 or not 0.0 < config.trap_sibling_share <= 1.0:
+        raise ConfigError("trap_sample must be >= 0 and trap_sibling_share in (0, 1]")
+    if config.trap_sibling_new_pairs < 0:
+        raise ConfigError(
+            f"trap_sibling_new_pairs must be >= 0 (got {config.trap_sibling_new_pairs})"
+        )
+
+
+def _check_rules(config: CrawlConfig) -> None:
+    """Patterns and rules that must compile."""
+    try:
+        compile_excludes(config.exclude)
+        # Built as crawl/setup.py builds them, for the errors their constructors raise.
+        PriorityRules(
+            config.priority_policy,
+            compile_priority_patterns(config.priority_patterns),
+            config.inlink_weight,
+            config.inlink_cap,
+            config.aopic_tax,
+        )
+        front_queues(config.priority_policy, config.host_priority_aging)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for net in config.allow_nets:
+        try:
+            ipaddress.ip_network(net, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8"
+            ) from None
+
+
+def _check_value(name: str, value: Any, kind: Any) -> None:
+    """``value`` against one annotation: the simple types a TOML file or a flag can give."""
+    args = get_args(kind)
+    if type(None) in args:  # X | None
+        if value is None:
+            return
+        (kind,) = [a for a in args if a is not type(None)]
+        args = get_args(kind)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise type_error(name, value, "true or false")
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise type_error(name, value, "a whole number")
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise type_error(name, value, "a number")
+        if not math.isfinite(value):
+            raise type_error(name, value, "a finite number")
+    elif kind is str:
+        if not isinstance(value, str):
+            raise type_error(name, value, "a string")
+    elif get_origin(kind) is tuple:
+        item = args[0]
+        if not isinstance(value, tuple) or not all(isinstance(v, item) for v in value):
+            raise type_error(name, value, f"a list of {'strings' if item is str else item}")
+    elif get_origin(kind) is Literal and value not in args:
+        raise type_error(name, value, "one of " + ", ".join(map(repr, args)))
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return get_type_hints(CrawlConfig)
+
+
+def _check_types(config: CrawlConfig) -> None:
+    hints = _hints()
+    for f in fields(config):
+        _check_value(f.name, getattr(config, f.name), hints[f.name])
 
 
 __all__ = [
     "DEFAULT_USER_AGENT",
+    "KIB",
+    "MIB",
     "CrawlConfig",
-    "ResolveOverride",
-    "build_config",
-    "coerce_setting",
-    "given_settings",
+    "Scope",
+    "check_config",
+    "type_error",
 ]

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from crawlspace.config import CrawlConfig, build_config
+from crawlspace.config import CrawlConfig
+from crawlspace.config_sources import build_config
 from crawlspace.dashboard.data import snapshot
 from crawlspace.dashboard.page import report_page, served_page
 from crawlspace.errors import ConfigError

@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from crawlspace.config import CrawlConfig, coerce_setting
+from crawlspace.config import CrawlConfig
+from crawlspace.config_sources import coerce_setting
 from crawlspace.errors import ConfigError
 
 __all__ = ["SettingChange", "given_by_default", "settle", "stored_form"]
