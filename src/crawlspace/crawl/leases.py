@@ -44,13 +44,13 @@ REEVALUATE_LIMIT = 10_000
 ROBOTS_CACHE_HOSTS = 10_000  # parsed robots.txt kept in memory (LRU); the store has them all
 
 
-class RobotsRecords(Protocol):
+class StoredRobots(Protocol):
     """The stored robots.txt of a host (what the robots cache reads)."""
 
     def robots(self, host_key: str) -> RobotsRecord | None: ...
 
 
-class LeaseEnds(RobotsRecords, Protocol):
+class LeaseEnds(StoredRobots, Protocol):
     """What a lease's run uses of the store besides its commit (crawl/commit.py) and the
     crawl's budget (crawl/budget.py): giving a lease back, a robots.txt's end and its
     re-evaluation, and counters."""
@@ -75,7 +75,7 @@ class RobotsCache:
     (a page lease after expiry means it has), and rules read from the old one would exclude
     URLs the new one allows, after its re-evaluation ran."""
 
-    def __init__(self, store: RobotsRecords, now: Callable[[], float]) -> None:
+    def __init__(self, store: StoredRobots, now: Callable[[], float]) -> None:
         self._store = store
         self._now = now
         self._entries: OrderedDict[str, tuple[RobotsRecord, RobotsTxt]] = OrderedDict()

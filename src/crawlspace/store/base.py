@@ -44,14 +44,8 @@ class AddResult:
     rejected: dict[str, int]
 
 
-class Frontier(Protocol):
-    """The scheduling core shared by the pure in-memory scheduler and every durable store.
-
-    Invariants (checked by tests/conformance): a lease takes the host's token; no host ever has more
-    than ``max_in_flight_per_host`` leases; no lease is granted before the host's next-allowed time;
-    a completion or release that does not match the current lease changes nothing (a completion
-    returns None, a release False).
-    """
+class LeaseVerbs(Protocol):
+    """The scheduling verbs: admit URLs, lease hosts' URLs, end leases, revisit."""
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
         """Enqueue each URL that was never seen; seen URLs are counted, never enqueued twice."""
@@ -73,6 +67,32 @@ class Frontier(Protocol):
         """Give a lease back unused (shutdown): URL queued again, host clock unchanged, or
         moved to ``not_before`` when later (a lease its server's address could not take)."""
         ...
+
+    def expire_leases(self, now: float) -> int:
+        """Return leases whose expiry passed to their host queues and give the tokens back."""
+        ...
+
+    def next_ready_at(self) -> float | None:
+        """Earliest next-allowed time of a host with work; None when nothing is leasable."""
+        ...
+
+    def in_flight(self) -> int:
+        """Leases currently granted and not completed, released or expired."""
+        ...
+
+    def promote_due(self, now: float, limit: int = 1000) -> int:
+        """Recrawl: queue again up to ``limit`` URLs whose revisit plan made them due by ``now``,
+        each as a new visit (version + 1) in its host's revisit band."""
+        ...
+
+    def next_due_at(self) -> float | None:
+        """The earliest time a planned revisit falls due, or None."""
+        ...
+
+
+class HostTokens(Protocol):
+    """Politeness tokens held outside a host's own leases: a server address's, and another
+    host's for a robots.txt redirect hop (limits.py)."""
 
     def take_address(
         self, address: str, holder: str, now: float, expires_at: float
@@ -103,15 +123,9 @@ class Frontier(Protocol):
         nothing."""
         ...
 
-    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
-        """Up to ``limit`` (url_id, url) of the host's URLs excluded for a robots reason
-        (robots/policy.py ROBOTS_EXCLUSIONS), for its new robots.txt to re-evaluate."""
-        ...
 
-    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
-        """Queue again those of ``url_ids`` still excluded for a robots reason, each as a new
-        visit (version + 1, attempts from 0); returns how many."""
-        ...
+class HostNotes(Protocol):
+    """What crawl policy learns about a host, kept as text by name (the store only keeps it)."""
 
     def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
         """Those of the host's notes ``names`` that exist (name -> text)."""
@@ -122,17 +136,10 @@ class Frontier(Protocol):
         policy learns about a host (frontier/trap_yield.py); the store only keeps them."""
         ...
 
-    def expire_leases(self, now: float) -> int:
-        """Return leases whose expiry passed to their host queues and give the tokens back."""
-        ...
 
-    def next_ready_at(self) -> float | None:
-        """Earliest next-allowed time of a host with work; None when nothing is leasable."""
-        ...
-
-    def in_flight(self) -> int:
-        """Leases currently granted and not completed, released or expired."""
-        ...
+class RobotsRecords(Protocol):
+    """A host's robots.txt: its lease's end, the record, and the re-evaluation of what it
+    excluded."""
 
     def complete_robots(self, lease: Lease, record: RobotsRecord, next_allowed_at: float) -> bool:
         """Finish a ROBOTS lease: store the record (refetched after ``record.expires_at``)."""
@@ -140,14 +147,26 @@ class Frontier(Protocol):
 
     def robots(self, host_key: str) -> RobotsRecord | None: ...
 
-    def promote_due(self, now: float, limit: int = 1000) -> int:
-        """Recrawl: queue again up to ``limit`` URLs whose revisit plan made them due by ``now``,
-        each as a new visit (version + 1) in its host's revisit band."""
+    def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` (url_id, url) of the host's URLs excluded for a robots reason
+        (robots/policy.py ROBOTS_EXCLUSIONS), for its new robots.txt to re-evaluate."""
         ...
 
-    def next_due_at(self) -> float | None:
-        """The earliest time a planned revisit falls due, or None."""
+    def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
+        """Queue again those of ``url_ids`` still excluded for a robots reason, each as a new
+        visit (version + 1, attempts from 0); returns how many."""
         ...
+
+
+class Frontier(LeaseVerbs, HostTokens, HostNotes, RobotsRecords, Protocol):
+    """The scheduling core shared by the pure in-memory scheduler and every durable store: its
+    named parts, each a narrow protocol a collaborator can be given alone.
+
+    Invariants (checked by tests/conformance): a lease takes the host's token; no host ever has more
+    than ``max_in_flight_per_host`` leases; no lease is granted before the host's next-allowed time;
+    a completion or release that does not match the current lease changes nothing (a completion
+    returns None, a release False).
+    """
 
 
 class CrawlRecordsView(Protocol):
