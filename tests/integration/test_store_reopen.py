@@ -3,10 +3,13 @@ hosts."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from crawlspace.frontier.budgets import WINDOW_NOTE, DiscoveryWindow, decode_window
+from crawlspace.ops.stats import trap_stats
 from crawlspace.records import LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import FrontierLimits
 from crawlspace.store.sqlite.store import SqliteStore
@@ -58,3 +61,49 @@ def test_the_host_id_cache_is_bounded_and_ids_stay_right(
     finally:
         store.close()
     assert sorted(filed) == sorted((h, 2, 2) for h in hosts)
+
+
+def test_an_older_files_discovery_windows_become_host_notes(tmp_path: Path) -> None:
+    """A crawl.db written before the discovery window became a host note kept it in a
+    host_discovery table: reopened, each window is its host's note, as the plan reads it
+    (frontier/budgets.py decode_window), flags included, and stats still report the flag."""
+    path = tmp_path / "crawl.db"
+    store = SqliteStore(path)
+    try:
+        store.add(
+            [
+                UrlCandidate(f"{SITE}/", SITE, 0),
+                UrlCandidate("http://b.example/", "http://b.example", 0),
+            ],
+            0.0,
+        )
+    finally:
+        store.close()
+    db = sqlite3.connect(path)
+    try:
+        db.executescript(
+            "CREATE TABLE host_discovery (host_id INTEGER PRIMARY KEY, pages INTEGER NOT NULL,"
+            " new_urls INTEGER NOT NULL, last_ratio REAL, flagged INTEGER NOT NULL);"
+            "INSERT INTO host_discovery SELECT id, 3, 41, 2.5, 1 FROM hosts"
+            " WHERE host_key = 'http://a.example';"
+            "INSERT INTO host_discovery SELECT id, 7, 2, NULL, 0 FROM hosts"
+            " WHERE host_key = 'http://b.example';"
+        )
+        db.commit()
+    finally:
+        db.close()
+    store = SqliteStore(path)
+    try:
+        notes_a = store.host_notes(SITE, [WINDOW_NOTE])
+        notes_b = store.host_notes("http://b.example", [WINDOW_NOTE])
+    finally:
+        store.close()
+    assert decode_window(notes_a[WINDOW_NOTE]) == DiscoveryWindow(3, 41, 2.5, True)
+    assert decode_window(notes_b[WINDOW_NOTE]) == DiscoveryWindow(7, 2, None, False)
+    db = sqlite3.connect(path)
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "host_discovery" not in tables
+        assert trap_stats(db)["flagged_hosts"] == [{"host": SITE, "discovery_ratio": 2.5}]
+    finally:
+        db.close()

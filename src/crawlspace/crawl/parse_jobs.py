@@ -58,15 +58,16 @@ def parse_and_admit(
     product_token: str,
     parent_depth: int,
     header_nofollow: bool,
+    admit: bool = True,
 ) -> ParsedPage:
     """Run ``processor`` and normalize its links; where a Discovery is installed (a parse
-    worker), admit them as the crawl loop would."""
+    worker) and ``admit`` is set, admit them as the crawl loop would."""
     content = processor(body, url=url, content_type=content_type, product_token=product_token)
     if len(body) >= TRIM_AFTER_BYTES:
         release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)
     prelinks = prenormalize(content.links, content.base_url)
     content = dataclasses.replace(content, links=[])
-    if _worker_discovery is None:
+    if _worker_discovery is None or not admit:
         return ParsedPage(content, prelinks, None)
     nofollow = content.nofollow or header_nofollow
     admission = _worker_discovery.admit_prenormalized(

@@ -115,11 +115,14 @@ class StagePools:
         )
         if self._executor_for(processor) is self._threads:
             return await self.in_thread(job)
-        page = await self.parse(job)
-        if page.admission is not None and self._scope_changed():
+        unadmitted = functools.partial(job, admit=False)
+        if self._scope_changed():
             # Seeds added during the crawl widened the scope after the workers got their
-            # copy: the loop admits again with the current one (links travel back too).
-            return await self.in_thread(job)
+            # copy: the loop admits with the current one (the links travel back instead).
+            return await self.parse(unadmitted)
+        page = await self.parse(job)
+        if page.admission is not None and self._scope_changed():  # widened meanwhile
+            return await self.parse(unadmitted)
         return page
 
     def _scope_changed(self) -> bool:

@@ -20,8 +20,8 @@ __all__ = ["Admission", "Admitting", "admit", "exclude"]
 
 class Admission(NamedTuple):
     """What an admission did: its result, the ids and URLs it queued on the page's host, and
-    the flat (id, cash, 1 if in the revisit band) triples of known URLs whose cash grew (AOPIC:
-    to be priced, store/redis/cash.py)."""
+    the flat (id, cash) pairs of known URLs whose cash grew (AOPIC: to be priced,
+    store/redis/cash.py)."""
 
     result: AddResult
     ids: list[str]

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crawlspace.bands import REVISIT_BAND
 from crawlspace.plans import CashRule
 from crawlspace.records import Completion, Lease
 from crawlspace.store.redis.index import BucketIndex
@@ -68,23 +67,23 @@ class CashLedger:
         return PageCash(share, to_lambda, lease.cash, total, rule.price(share), rule.price(0.0))
 
     def prices(self, rule: CashRule, grown: Sequence[object]) -> list[tuple[str, str, int]]:
-        """(id, cash, priority) for the flat (id, cash, 1 if in the revisit band) triples of
-        URLs a script grew the cash of (lua/add.lua, lua/complete.lua)."""
+        """(id, cash, priority) for the flat (id, cash) pairs of URLs a script grew the cash of
+        (lua/add.lua, lua/complete.lua); lua/reprice.lua keeps a revisit's band."""
         out = []
-        for i in range(0, len(grown), 3):
-            url_id, cash, banded = str(grown[i]), str(grown[i + 1]), int(str(grown[i + 2]))
-            out.append((url_id, cash, rule.price(float(cash)) - banded * REVISIT_BAND))
+        for i in range(0, len(grown), 2):
+            url_id, cash = str(grown[i]), str(grown[i + 1])
+            out.append((url_id, cash, rule.price(float(cash))))
         return out
 
     def after_page(
         self, rule: CashRule, grown: Sequence[object], paid: PageCash | None, known: int
     ) -> None:
-        """Once a page's completing write ran: price the URLs whose cash its links (and,
-        kept while it was leased, its own) grew, then, when the page took (``paid``), count
-        the URLs it made known and give Lambda its cut."""
-        self.reprice(self.prices(rule, grown))
+        """Once a page's completing write ran: when the page took (``paid``), count the URLs
+        it made known and give Lambda its cut; then price the URLs whose cash its links (and,
+        kept while it was leased, its own) grew."""
         if paid is not None:
             self.pay(rule, known, paid.to_lambda)
+        self.reprice(self.prices(rule, grown))
 
     def reprice(self, prices: Sequence[tuple[str, str, int]]) -> None:
         """The priorities of URLs whose cash a script grew, each in its own bucket

@@ -78,11 +78,7 @@ def _plan_args(
         "" if day is None else num(day.until),
         *_revisit_args(completion),
         int(duplicate),
-        *(
-            ("", "", "")
-            if cash is None
-            else (repr(cash.taken), repr(cash.lambda_total), cash.broke)
-        ),
+        *_cash_args(cash),
         len(notes),
         *(field for pair in notes.items() for field in pair),
         effects.sink,

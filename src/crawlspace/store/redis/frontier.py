@@ -169,7 +169,7 @@ class RedisFrontier(ScriptRunner):
             # The links' gifts stand whatever the completion's fate (they were added first);
             # a share that reached the page while it was leased, it keeps.
             if done == 1 and cash is not None and reply[2]:
-                grown = [*grown, url_key(lease.url_id), reply[2], reply[3]]
+                grown = [*grown, url_key(lease.url_id), reply[2]]
             self.cash.after_page(rule, grown, cash if done == 1 else None, found_new)
         if done == 1 and int(reply[1]):
             rejections["budget_host_day"] = rejections.get("budget_host_day", 0) + 1

@@ -28,7 +28,7 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
-from crawlspace.errors import ConfigError, StoreError
+from crawlspace.errors import ConfigError, StoreError, StoreIOError
 from crawlspace.store.redis.frontier import RedisFrontier, connect, stored_buckets
 
 _BATCH = 500  # keys per SCAN call and per read pipeline
@@ -73,7 +73,11 @@ def frontier_view(
             yield frontier
         finally:
             frontier.close()
-    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
+    except (
+        redis.exceptions.RedisError,
+        redis.exceptions.RedisClusterException,
+        StoreIOError,
+    ) as exc:
         raise StoreError(f"cannot read the frontier at {url}: {exc}") from exc
 
 

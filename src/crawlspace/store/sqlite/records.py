@@ -74,6 +74,23 @@ class CrawlRecords:
         sqlite_dedup.migrate(db)
         sqlite_revisit.migrate(db)
         sqlite_priority.migrate(db)
+        self._migrate_discovery_windows()
+
+    def _migrate_discovery_windows(self) -> None:
+        """A crawl.db from before the discovery window became a host note keeps its windows
+        (and flags) in ``host_discovery``: they become the hosts' ``discovery`` notes, in the
+        form frontier/budgets.py encode_window writes ("PAGES NEW_URLS LAST_RATIO FLAGGED"),
+        and the table goes. Once per file; a note already written wins."""
+        db = self.db
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'host_discovery'").fetchone():
+            return
+        db.executescript(
+            "BEGIN IMMEDIATE;"
+            " INSERT OR IGNORE INTO host_notes (host_id, name, text)"
+            " SELECT host_id, 'discovery', pages || ' ' || new_urls || ' '"
+            " || COALESCE(CAST(last_ratio AS TEXT), '-') || ' ' || flagged FROM host_discovery;"
+            " DROP TABLE host_discovery; COMMIT;"
+        )
 
     def _check_schema_version(self) -> None:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -96,12 +113,9 @@ class CrawlRecords:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; SQLite's I/O errors (a full disk, say) leave as StoreIOError."""
-        try:
-            with self._transaction() as db:
-                yield db
-        except sqlite3.OperationalError as exc:
-            raise StoreIOError(f"{self.path}: {exc}") from exc
+        """One write transaction; SQLite's errors (a full disk, say) leave as StoreIOError."""
+        with io_errors(self.path), self._transaction() as db:
+            yield db
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -164,11 +178,12 @@ class CrawlRecords:
     # -- on their own ------------------------------------------------------------------------
 
     def robots(self, host_key: str) -> RobotsRecord | None:
-        row = self.db.execute(
-            "SELECT r.status, r.outcome, r.body, r.fetched_at, r.expires_at, r.attempts, r.error"
-            " FROM robots r JOIN hosts h ON h.id = r.host_id WHERE h.host_key = ?",
-            (host_key,),
-        ).fetchone()
+        with io_errors(self.path):
+            row = self.db.execute(
+                "SELECT r.status, r.outcome, r.body, r.fetched_at, r.expires_at, r.attempts,"
+                " r.error FROM robots r JOIN hosts h ON h.id = r.host_id WHERE h.host_key = ?",
+                (host_key,),
+            ).fetchone()
         if row is None:
             return None
         status, outcome, body, fetched_at, expires_at, attempts, error = row
@@ -181,17 +196,18 @@ class CrawlRecords:
             return {}
         marks = ",".join("?" * len(names))
         host_id = self._host_ids.get(host_key)
-        if host_id is not None:  # the primary key's own order: no join
-            rows = self.db.execute(
-                f"SELECT name, text FROM host_notes WHERE host_id = ? AND name IN ({marks})",
-                (host_id, *names),
-            )
-        else:
-            rows = self.db.execute(
-                "SELECT n.name, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
-                f" WHERE h.host_key = ? AND n.name IN ({marks})",
-                (host_key, *names),
-            )
+        with io_errors(self.path):
+            if host_id is not None:  # the primary key's own order: no join
+                rows = self.db.execute(
+                    f"SELECT name, text FROM host_notes WHERE host_id = ? AND name IN ({marks})",
+                    (host_id, *names),
+                ).fetchall()
+            else:
+                rows = self.db.execute(
+                    "SELECT n.name, n.text FROM host_notes n JOIN hosts h ON h.id = n.host_id"
+                    f" WHERE h.host_key = ? AND n.name IN ({marks})",
+                    (host_key, *names),
+                ).fetchall()
         notes = {str(name): str(text) for name, text in rows}
         if self._pending_notes:
             for name in names:
@@ -254,6 +270,16 @@ class CrawlRecords:
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self.db.close()
+
+
+@contextmanager
+def io_errors(path: str) -> Iterator[None]:
+    """SQLite's errors leave as the project's StoreIOError: the crawl handles every engine's
+    alike (committed state is intact; the same command resumes once the cause is fixed)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise StoreIOError(f"{path}: {exc}") from exc
 
 
 class RecordsDelegate:

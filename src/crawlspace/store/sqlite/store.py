@@ -29,7 +29,7 @@ from crawlspace.store.sqlite import lease as sqlite_lease
 from crawlspace.store.sqlite import priority as sqlite_priority
 from crawlspace.store.sqlite import revisit as sqlite_revisit
 from crawlspace.store.sqlite.completion import complete_page
-from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate
+from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate, io_errors
 
 # Matches the partial index urls_robots_excluded (schema.py), so the lookups use it.
 _ROBOTS_EXCLUDED = "state = 'excluded' AND reason IN ('robots', 'robots_unavailable')"
@@ -222,11 +222,12 @@ class SqliteStore(RecordsDelegate):
     # -- robots re-evaluation (crawl/leases.py): the partial index urls_robots_excluded --------
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
-        rows = self._db.execute(
-            "SELECT u.id, u.url FROM urls u JOIN hosts h ON h.id = u.host_id"
-            f" WHERE h.host_key = ? AND {_ROBOTS_EXCLUDED} ORDER BY u.id LIMIT ?",
-            (host_key, limit),
-        )
+        with io_errors(self.path):
+            rows = self._db.execute(
+                "SELECT u.id, u.url FROM urls u JOIN hosts h ON h.id = u.host_id"
+                f" WHERE h.host_key = ? AND {_ROBOTS_EXCLUDED} ORDER BY u.id LIMIT ?",
+                (host_key, limit),
+            ).fetchall()
         return [(int(url_id), str(url)) for url_id, url in rows]
 
     def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:

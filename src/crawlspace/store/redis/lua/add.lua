@@ -11,8 +11,7 @@
 -- endow), at the priority it came with.
 -- Returns {index update (_common.lua), {added, seen, rejected by the per-host cap, rejected by
 -- each keyed budget..., the number of values that follow for the page's host, then (id, url)
--- of each URL admitted on the page's host, then (id, cash, 1 if in the revisit band) of each
--- known URL whose cash grew}}.
+-- of each URL admitted on the page's host, then (id, cash) of each known URL whose cash grew}}.
 -- In-links (frontier/priority.py): a URL a page links to counts the page; a new one starts at
 -- 1, a known one still queued moves `weight` points earlier for each further page, up to `cap`
 -- pages, never from the new-URL band below 0 (the revisit band, promote.lua).
@@ -108,7 +107,7 @@ end
 
 -- AOPIC: a known URL gains `cash`, from a page's link (an in-link too) or as a seed's endowment
 -- (at `prio`, the price of a seed's cash). A link's gift is priced by the client (reprice.lua).
-local repriced = {}  -- id, cash, banded of each URL whose cash a link grew
+local repriced = {}  -- id, cash of each URL whose cash a link grew
 local function give_cash(url, host, gift, prio)
   local id = redis.call('HGET', SEEN, url)
   local u = ukey(id)
@@ -129,7 +128,6 @@ local function give_cash(url, host, gift, prio)
   redis.call('HSET', u, 'cash', cash)
   repriced[#repriced + 1] = id
   repriced[#repriced + 1] = cash
-  repriced[#repriced + 1] = tonumber(v[4]) < 0 and 1 or 0  -- a revisit keeps its band
 end
 
 for i = first, #ARGV, width do

@@ -18,7 +18,7 @@
 -- the plan's LinkEffects.sink). A planned URL joins the bucket's due set, from which
 -- promote.lua queues it again.
 -- Returns {index update (_common.lua), {status, 1 if this page spent the host's day budget, and
--- under AOPIC the cash the page kept ('' for none) and 1 if it is in the revisit band}}:
+-- under AOPIC the cash the page kept ('' for none)}}:
 -- status 1 done, 0 stale, 2 this very lease was completed already (the caller's retry after a
 -- lost reply tells it from a duplicate call), -1 illegal transition (nothing written).
 local id, lid, version, epoch, state = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
@@ -80,17 +80,17 @@ if state ~= 'queued' and ARGV[12] == '1' and ARGV[17] ~= '' then
   if pages >= tonumber(ARGV[18]) then move_clock(host, ARGV[19]) end
   if pages == tonumber(ARGV[18]) then spent = 1 end
 end
-local kept, banded = '', 0
+local kept = ''
 if ARGV[25] ~= '' and state ~= 'queued' then
   -- The page handed its cash on; a share that reached it while leased stays for its next visit.
   local left = tonumber(redis.call('HGET', u, 'cash') or '0') - tonumber(ARGV[25])
   if left < 0 then left = 0 end
-  banded = tonumber(redis.call('HGET', u, 'prio')) < 0 and 1 or 0
   redis.call('HSET', u, 'cash', string.format('%.17g', left))
   if left > 0 then
     kept = string.format('%.17g', left)
   else
-    local prio = tonumber(ARGV[27]) - banded * REVISIT_BAND
+    local prio = tonumber(ARGV[27])
+    if tonumber(redis.call('HGET', u, 'prio')) < 0 then prio = prio - REVISIT_BAND end
     redis.call('HSET', u, 'prio', string.format('%d', prio))
   end
   if tonumber(ARGV[26]) > tonumber(redis.call('HGET', u, 'lp') or '0') then
@@ -119,4 +119,4 @@ if state ~= 'queued' then
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
 end
-return {index_update(before, due), {1, spent, kept, banded}}
+return {index_update(before, due), {1, spent, kept}}

@@ -1,7 +1,8 @@
 -- AOPIC: the priority a URL's cash buys, priced by the client (plans.py CashRule price) after a
 -- script changed the cash (add.lua, complete.lua), written only while the cash is still the one
--- priced: a worker that grew it again since writes its own price. ARGV: prefix, max_in_flight,
--- then (id, cash, priority) per URL of this bucket.
+-- priced: a worker that grew it again since writes its own price. A URL in the revisit band
+-- (a due revisit, promote.lua) keeps its band, as it is now. ARGV: prefix, max_in_flight, then
+-- (id, cash, priority) per URL of this bucket.
 -- Returns {index update (_common.lua), how many were written}.
 local max_in_flight = tonumber(ARGV[2])
 local before = marks()
@@ -9,11 +10,14 @@ local hosts = {}
 local written = 0
 for i = 3, #ARGV, 3 do
   local u = ukey(ARGV[i])
-  local v = redis.call('HMGET', u, 'cash', 'state', 'host')
+  local v = redis.call('HMGET', u, 'cash', 'state', 'host', 'prio')
   if v[1] == ARGV[i + 1] then
-    redis.call('HSET', u, 'prio', ARGV[i + 2])
+    local prio = tonumber(ARGV[i + 2])
+    if tonumber(v[4]) < 0 then prio = prio - REVISIT_BAND end
+    prio = string.format('%d', prio)
+    redis.call('HSET', u, 'prio', prio)
     if v[2] == 'queued' then
-      redis.call('ZADD', qkey(v[3]), ARGV[i + 2], ARGV[i])
+      redis.call('ZADD', qkey(v[3]), prio, ARGV[i])
       hosts[v[3]] = true
     end
     written = written + 1
