@@ -283,8 +283,12 @@ class AiohttpTransport:
                 except DecodeError as exc:
                     decode_error = str(exc)
             if truncated is not None:
-                # The rest of the body is unread; the connection cannot be reused.
+                # The rest of the body is unread; the connection cannot be reused. Its socket
+                # is closed on the event loop's next turn: let that happen before the exchange
+                # is said to have ended, or the host's politeness gap would start before the
+                # server could see us go (it is still writing the body we cut).
                 resp.close()
+                await asyncio.sleep(0)
                 break
         wire = bytes(raw)
         if decoder is None:
