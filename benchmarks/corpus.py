@@ -1,9 +1,17 @@
-"""The benchmark corpus and the static server that serves it from a separate process.
+"""The benchmark corpora and the static server that serves one from a separate process.
 
-The corpus is Debian's python3.11-doc HTML tree (installed with apt-get when missing and
-allowed), else a generated interlinked tree. Every host serves the whole tree; hosts are the
-loopback addresses 127.0.0.1 ... 127.0.0.N on one port, so each crawler sees N distinct
-hostnames (Scrapy keys its per-domain slot by hostname, crawlspace by scheme://host:port).
+Two real corpora from Debian's documentation packages (installed with apt-get when missing and
+allowed), else a generated interlinked tree:
+
+- ``python``: python3.11-doc's HTML (530 pages in folders, some of them large; the biggest,
+  ``contents.html``, is 2.5 MB); robots.txt disallows ``/distutils/`` (13 pages).
+- ``postgres``: postgresql-doc-15's HTML (1,169 ordinary pages in one flat folder, 13.5 KiB and
+  ~22 links a page on average); robots.txt disallows the prefix ``/release-`` (the 22 release
+  notes pages: ``release-15*.html`` and ``release-prior.html``; ``release.html`` stays allowed).
+
+Every host serves the whole tree; hosts are the loopback addresses 127.0.0.1 ... 127.0.0.N on
+one port, so each crawler sees N distinct hostnames (Scrapy keys its per-domain slot by
+hostname, crawlspace by scheme://host:port, crawlee by hostname for robots.txt).
 
 The server is nginx when installed, else an aiohttp static server; both run as a child
 process. ``python benchmarks/corpus.py serve ...`` is the aiohttp server's entry point.
@@ -24,13 +32,47 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Self
+from urllib.parse import urlsplit
 
-DOCS_PACKAGE = "python3.11-doc"
-DOCS_ROOT = Path("/usr/share/doc/python3.11/html")
-# A small folder every crawler must skip: 13 of the 530 pages in python3.11-doc.
-DISALLOWED = "/distutils/"
-ROBOTS_TXT = f"User-agent: *\nDisallow: {DISALLOWED}\n"
 START_TIMEOUT = 10.0
+
+
+def robots_txt(disallowed: str) -> str:
+    return f"User-agent: *\nDisallow: {disallowed}\n"
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """A real corpus: a Debian documentation package's HTML tree."""
+
+    name: str
+    package: str
+    root: Path
+    disallowed: str  # the one robots.txt Disallow prefix, a path starting with '/'
+    default_hosts: int
+
+
+SOURCES: dict[str, CorpusSource] = {
+    "python": CorpusSource(
+        "python", "python3.11-doc", Path("/usr/share/doc/python3.11/html"), "/distutils/", 8
+    ),
+    "postgres": CorpusSource(
+        "postgres",
+        "postgresql-doc-15",
+        Path("/usr/share/doc/postgresql-doc-15/html"),
+        "/release-",
+        4,
+    ),
+}
+
+# The python corpus's names, kept for the benchmarks that import them.
+DOCS_PACKAGE = SOURCES["python"].package
+DOCS_ROOT = SOURCES["python"].root
+# A small folder every crawler must skip: 13 of the 530 pages in python3.11-doc.
+DISALLOWED = SOURCES["python"].disallowed
+ROBOTS_TXT = robots_txt(DISALLOWED)
+# The generated corpus keeps one folder of that name, disallowed the same way.
+GENERATED_DISALLOWED = DISALLOWED
 
 
 @dataclass(frozen=True)
@@ -38,10 +80,21 @@ class Corpus:
     root: Path
     description: str
     html_files: tuple[str, ...]  # paths relative to root that robots.txt allows, '/'-separated
+    disallowed: str = DISALLOWED  # robots.txt's one Disallow prefix
+    disallowed_files: int = 0  # HTML files under it (served, never to be fetched)
+    name: str = "python"
+
+    @property
+    def robots_txt(self) -> str:
+        return robots_txt(self.disallowed)
 
     def expected_urls(self, hosts: list[str]) -> set[str]:
         """Every allowed HTML file on every host (``dir/index.html`` stands for ``dir/``)."""
         return {f"{host}/{rel}" for host in hosts for rel in self.html_files}
+
+    def is_disallowed(self, url: str) -> bool:
+        """Whether robots.txt forbids fetching ``url`` (an absolute URL on one of the hosts)."""
+        return urlsplit(url).path.startswith(self.disallowed)
 
 
 def canonical_url(url: str) -> str:
@@ -50,26 +103,29 @@ def canonical_url(url: str) -> str:
     return url + "index.html" if url.endswith("/") else url
 
 
-def _html_files(root: Path) -> tuple[str, ...]:
-    files = (p.relative_to(root).as_posix() for p in root.rglob("*.html"))
-    return tuple(sorted(f for f in files if not f"/{f}".startswith(DISALLOWED)))
+def _html_files(root: Path, disallowed: str) -> tuple[tuple[str, ...], int]:
+    """The HTML files robots.txt allows (sorted) and how many it disallows."""
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*.html")]
+    allowed = tuple(sorted(f for f in files if not f"/{f}".startswith(disallowed)))
+    return allowed, len(files) - len(allowed)
 
 
-def _install_docs() -> bool:
+def _install_docs(source: CorpusSource) -> bool:
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         return False
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", DOCS_PACKAGE]):
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", source.package]):
         done = subprocess.run(cmd, env=env, capture_output=True, check=False, timeout=600)
         if done.returncode != 0:
             return False
-    return DOCS_ROOT.is_dir()
+    return source.root.is_dir()
 
 
 def generate_corpus(dest: Path, pages: int, seed: int = 7) -> None:
     """``pages`` interlinked pages in 8 folders (one of them disallowed by robots.txt)."""
     rng = random.Random(seed)
-    folders = ["guide", "api", "howto", "faq", "ref", "news", "misc", DISALLOWED.strip("/")]
+    folders = ["guide", "api", "howto", "faq", "ref", "news", "misc"]
+    folders.append(GENERATED_DISALLOWED.strip("/"))
     paths = ["index.html"] + [f"{folders[i % len(folders)]}/p{i}.html" for i in range(1, pages)]
     words = [
         "crawler",
@@ -98,15 +154,25 @@ def generate_corpus(dest: Path, pages: int, seed: int = 7) -> None:
 
 
 def prepare_corpus(
-    work_dir: Path, *, install: bool, generated_pages: int, generated_only: bool = False
+    work_dir: Path,
+    *,
+    install: bool,
+    generated_pages: int,
+    generated_only: bool = False,
+    name: str = "python",
 ) -> Corpus:
-    if not generated_only and (DOCS_ROOT.is_dir() or (install and _install_docs())):
-        return Corpus(DOCS_ROOT, f"Debian {DOCS_PACKAGE} ({DOCS_ROOT})", _html_files(DOCS_ROOT))
-    root = work_dir / "corpus"
+    """The real corpus ``name`` (see SOURCES), else a generated one under ``work_dir``."""
+    source = SOURCES[name]
+    if not generated_only and (source.root.is_dir() or (install and _install_docs(source))):
+        files, disallowed = _html_files(source.root, source.disallowed)
+        description = f"Debian {source.package} ({source.root})"
+        return Corpus(source.root, description, files, source.disallowed, disallowed, name)
+    root = work_dir / f"corpus-{name}"
     generate_corpus(root, generated_pages)
-    why = "as asked" if generated_only else f"{DOCS_PACKAGE} absent"
+    why = "as asked" if generated_only else f"{source.package} absent"
     description = f"generated interlinked corpus of {generated_pages} pages ({why})"
-    return Corpus(root, description, _html_files(root))
+    files, disallowed = _html_files(root, GENERATED_DISALLOWED)
+    return Corpus(root, description, files, GENERATED_DISALLOWED, disallowed, "generated")
 
 
 def free_port(addresses: list[str]) -> int:
@@ -125,9 +191,9 @@ def free_port(addresses: list[str]) -> int:
     raise RuntimeError("no port free on all loopback addresses after 50 tries")
 
 
-def _nginx_conf(root: Path, addresses: list[str], port: int, tmp: Path) -> str:
+def _nginx_conf(root: Path, addresses: list[str], port: int, tmp: Path, robots_txt: str) -> str:
     listens = "".join(f"        listen {a}:{port};\n" for a in addresses)
-    robots = ROBOTS_TXT.replace("\n", "\\n")
+    robots = robots_txt.replace("\n", "\\n")
     temps = "".join(
         f"    {name}_temp_path {tmp / name};\n"
         for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -163,8 +229,16 @@ http {{
 class StaticServer:
     """The corpus served on ``addresses`` x ``port`` by a child process (nginx or aiohttp)."""
 
-    def __init__(self, root: Path, addresses: list[str], *, prefer_nginx: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path,
+        addresses: list[str],
+        *,
+        prefer_nginx: bool = True,
+        robots_txt: str = ROBOTS_TXT,
+    ) -> None:
         self.root = root
+        self.robots_txt = robots_txt
         self.addresses = addresses
         self.port = free_port(addresses)
         self.nginx = shutil.which("nginx") if prefer_nginx else None
@@ -180,7 +254,9 @@ class StaticServer:
     def _command(self) -> list[str]:
         if self.nginx:
             conf = self._tmp / "nginx.conf"
-            conf.write_text(_nginx_conf(self.root, self.addresses, self.port, self._tmp))
+            conf.write_text(
+                _nginx_conf(self.root, self.addresses, self.port, self._tmp, self.robots_txt)
+            )
             log = str(self._tmp / "error.log")
             return [
                 self.nginx,
@@ -194,7 +270,8 @@ class StaticServer:
                 "daemon off;",
             ]
         return [sys.executable, __file__, "serve", "--root", str(self.root),
-                "--port", str(self.port), *self.addresses]  # fmt: skip
+                "--port", str(self.port), "--robots", self.robots_txt,
+                *self.addresses]  # fmt: skip
 
     def __enter__(self) -> Self:
         log = (self._tmp / "server.out").open("wb")
@@ -233,13 +310,13 @@ class StaticServer:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
-def _serve_aiohttp(root: Path, port: int, addresses: list[str]) -> None:
+def _serve_aiohttp(root: Path, port: int, addresses: list[str], robots_text: str) -> None:
     import asyncio
 
     from aiohttp import web
 
     async def robots(_: web.Request) -> web.Response:
-        return web.Response(text=ROBOTS_TXT)
+        return web.Response(text=robots_text)
 
     async def main() -> None:
         app = web.Application()
@@ -260,9 +337,10 @@ def main() -> None:
     serve = sub.add_parser("serve", help="serve ROOT with aiohttp on every ADDRESS:PORT")
     serve.add_argument("--root", type=Path, required=True)
     serve.add_argument("--port", type=int, required=True)
+    serve.add_argument("--robots", default=ROBOTS_TXT, help="the robots.txt text to serve")
     serve.add_argument("addresses", nargs="+")
     args = parser.parse_args()
-    _serve_aiohttp(args.root, args.port, args.addresses)
+    _serve_aiohttp(args.root, args.port, args.addresses, args.robots)
 
 
 if __name__ == "__main__":

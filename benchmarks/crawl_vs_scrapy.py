@@ -1,19 +1,28 @@
-"""End-to-end crawl benchmark: crawlspace vs Scrapy over the same loopback web.
+"""End-to-end crawl benchmark: crawlspace vs Scrapy vs crawlee over the same loopback web.
 
-A static server (nginx, else aiohttp) in its own process serves the corpus (python3.11-doc
-HTML, else a generated tree) on 127.0.0.1 ... 127.0.0.N, one port, with a robots.txt
-disallowing one folder. Both crawlers start from every host's index page with equal
-politeness (robots obeyed, one request in flight per host, no delay, 64 in flight in total)
-and write every body to disk. Runs alternate crawlspace, Scrapy, crawlspace, ... each a fresh
-subprocess measured with os.wait4 (wall, CPU user+sys, peak RSS). Prints one Markdown table.
+A static server (nginx, else aiohttp) in its own process serves a corpus on 127.0.0.1 ...
+127.0.0.N, one port, with a robots.txt disallowing one path prefix. Two real corpora from
+Debian's documentation packages: python3.11-doc (530 pages, some large; 8 hosts by default)
+and postgresql-doc-15 (1,169 ordinary pages of ~13 KiB and ~20 links; 4 hosts by default);
+else a generated tree. The crawlers start from every host's index page with equal politeness
+(robots obeyed, one request in flight per host, no delay; crawlee, which has no per-host limit,
+gets a global concurrency of N) and write every body to disk. Runs alternate crawlspace,
+Scrapy, crawlee, crawlspace, ... each a fresh subprocess measured with os.wait4 (wall, CPU
+user+sys, peak RSS) and a /proc sampler of its process tree.
 
-Run: python benchmarks/crawl_vs_scrapy.py [--runs 3] [--hosts 16] [--max-pages 0] [--quick]
+The floor (floor.py: lexbor parse, a[href], ada join, visible text, SHA-256, gzip 6, in one
+process) is measured on the same files, and each crawler's CPU per page is printed as a
+multiple of it. Prints one Markdown table per corpus.
+
+Run: python benchmarks/crawl_vs_scrapy.py [--corpus both] [--runs 3] [--hosts N]
+         [--max-pages 0] [--crawlers crawlspace,scrapy,crawlee] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -32,11 +41,15 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import Corpus, StaticServer, canonical_url, prepare_corpus  # noqa: E402
+from corpus import SOURCES, Corpus, StaticServer, canonical_url, prepare_corpus  # noqa: E402
+from floor import STEPS, Floor, measure_floor  # noqa: E402
 
-CRAWLERS = ("crawlspace", "scrapy")
-MAX_DEPTH = 50  # both crawlers; deeper than any python3.11-doc page from index.html
+CRAWLERS = ("crawlspace", "scrapy", "crawlee")
+PEERS = {"scrapy": "Scrapy", "crawlee": "crawlee"}  # peer -> its name in the ratio rows
+SIDE_SCRIPTS = {"scrapy": "scrapy_spider.py", "crawlee": "crawlee_crawler.py"}
+MAX_DEPTH = 50  # all crawlers; deeper than any page of the corpora from index.html
 USER_AGENT = "BenchBot/1.0 (+https://github.com/crawlspace/crawlspace)"
+CORES_TARGET = 1.85  # crawlspace's CPU seconds per wall second on 2 cores, CPU-bound runs
 
 
 class TreeMemory:
@@ -101,6 +114,7 @@ class RunResult:
     tree_pss_mb: float
     pages: int
     covered: int
+    violations: int  # fetched pages that robots.txt disallows
     returncode: int
 
     @property
@@ -108,8 +122,13 @@ class RunResult:
         return self.pages / self.wall if self.wall else 0.0
 
     @property
-    def cpu_per_1000(self) -> float:
+    def cpu_ms_per_page(self) -> float:
         return 1000 * self.cpu / self.pages if self.pages else float("nan")
+
+    @property
+    def cores(self) -> float:
+        """CPU seconds per wall second: how many cores the crawl kept busy."""
+        return self.cpu / self.wall if self.wall else 0.0
 
 
 def crawlspace_config(path: Path, max_pages: int, event_loop: str = "asyncio") -> None:
@@ -139,20 +158,17 @@ def command(
         crawlspace_config(config, max_pages, event_loop)
         cli = ["-m", "crawlspace.cli", "crawl", *seeds, "--out", str(out)]
         return [sys.executable, *cli, "--config", str(config), "-q"]
-    spider = str(BENCH_DIR / "scrapy_spider.py")
-    limits = [
-        "--max-pages",
-        str(max_pages),
-        "--max-depth",
-        str(MAX_DEPTH),
-        "--user-agent",
-        USER_AGENT,
-    ]
-    return [sys.executable, spider, "--out", str(out), *limits, *seeds]
+    script = str(BENCH_DIR / SIDE_SCRIPTS[crawler])
+    limits = ["--max-pages", str(max_pages), "--max-depth", str(MAX_DEPTH)]
+    limits += ["--user-agent", USER_AGENT]
+    if crawler == "crawlee":
+        # No per-host limit in crawlee: one task per host, globally.
+        limits += ["--concurrency", str(len(seeds))]
+    return [sys.executable, script, "--out", str(out), *limits, *seeds]
 
 
 def fetched_urls(crawler: str, out: Path) -> list[str]:
-    """One entry per fetched page (robots.txt excluded on both sides)."""
+    """One entry per fetched page (robots.txt excluded on every side)."""
     if crawler == "crawlspace":
         with sqlite3.connect(out / "crawl.db") as db:
             return [row[0] for row in db.execute("SELECT final_url FROM fetches")]
@@ -168,8 +184,9 @@ def run_once(
     seeds: list[str],
     out: Path,
     max_pages: int,
-    expected: set[str],
     *,
+    corpus: Corpus,
+    expected: set[str],
     cpus: str | None = None,
     event_loop: str = "asyncio",
 ) -> RunResult:
@@ -181,7 +198,8 @@ def run_once(
     log = out.parent / f"{out.name}.log"
     with log.open("wb") as sink:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
+        # cwd: whatever a crawler might write beside itself lands in the run's scratch folder.
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, cwd=out.parent)
         memory = TreeMemory(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
@@ -201,6 +219,7 @@ def run_once(
         tree_pss_mb=memory.peak_pss_kib / 1024,
         pages=len(urls),
         covered=covered,
+        violations=sum(corpus.is_disallowed(u) for u in urls),
         returncode=proc.returncode,
     )
 
@@ -236,53 +255,196 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def table(results: list[RunResult], corpus: Corpus, expected: int) -> list[str]:
-    rows = [
-        "| crawler | runs | pages (median) | pages/s | CPU s / 1,000 pages"
-        " | peak RSS MB, all processes | peak PSS MB, all processes"
-        " | largest process RSS MB | coverage |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    summary: dict[str, tuple[float, float, float]] = {}
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One crawler's medians over its runs."""
+
+    runs: int
+    pages: float
+    rate: float
+    cpu_ms: float
+    cores: float
+    rss: float
+    pss: float
+    largest: float
+    coverage: float
+    violations: int  # the most in any run
+
+    @classmethod
+    def of(cls, runs: list[RunResult], expected: int) -> Summary:
+        return cls(
+            runs=len(runs),
+            pages=median([float(r.pages) for r in runs]),
+            rate=median([r.pages_per_s for r in runs]),
+            cpu_ms=median([r.cpu_ms_per_page for r in runs]),
+            cores=median([r.cores for r in runs]),
+            rss=median([r.tree_rss_mb for r in runs]),
+            pss=median([r.tree_pss_mb for r in runs]),
+            largest=median([r.max_rss_mb for r in runs]),
+            coverage=median([r.covered / expected for r in runs]) if expected else float("nan"),
+            violations=max(r.violations for r in runs),
+        )
+
+
+TABLE_HEAD = (
+    "| crawler | runs | pages (median) | pages/s | CPU ms / page | CPU / floor"
+    " | cores used (CPU/wall) | peak RSS MB, all processes | peak PSS MB, all processes"
+    " | largest process RSS MB | coverage | robots violations |"
+)
+
+
+def summaries(results: list[RunResult], expected: int) -> dict[str, Summary]:
+    found = {}
     for crawler in CRAWLERS:
         mine = [r for r in results if r.crawler == crawler]
-        if not mine:  # --crawlers left it out
-            continue
-        rate = median([r.pages_per_s for r in mine])
-        rss = median([r.tree_rss_mb for r in mine])
-        pss = median([r.tree_pss_mb for r in mine])
-        summary[crawler] = (rate, rss, pss)
-        coverage = median([r.covered / expected for r in mine]) if expected else float("nan")
+        if mine:  # --crawlers may leave one out
+            found[crawler] = Summary.of(mine, expected)
+    return found
+
+
+def table(found: dict[str, Summary], floor: Floor) -> list[str]:
+    rows = [TABLE_HEAD, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for crawler, s in found.items():
         rows.append(
-            f"| {crawler} | {len(mine)} | {median([float(r.pages) for r in mine]):,.0f}"
-            f" | {rate:,.0f} | {median([r.cpu_per_1000 for r in mine]):.2f}"
-            f" | {rss:,.0f} | {pss:,.0f} | {median([r.max_rss_mb for r in mine]):,.0f}"
-            f" | {coverage:.1%} |"
+            f"| {crawler} | {s.runs} | {s.pages:,.0f} | {s.rate:,.1f} | {s.cpu_ms:.2f}"
+            f" | {ratio(s.cpu_ms, floor.ms_per_page)} | {s.cores:.2f} | {s.rss:,.0f}"
+            f" | {s.pss:,.0f} | {s.largest:,.0f} | {s.coverage:.1%} | {s.violations} |"
         )
-    if len(summary) < len(CRAWLERS):
-        return rows
-    (cs_rate, cs_rss, cs_pss), (sc_rate, sc_rss, sc_pss) = summary["crawlspace"], summary["scrapy"]
-
-    def ratio(a: float, b: float) -> str:
-        return f"{a / b:.2f}x" if b else "n/a"
-
-    rows.append(
-        f"| crawlspace / Scrapy | | | {ratio(cs_rate, sc_rate)} | | {ratio(cs_rss, sc_rss)}"
-        f" | {ratio(cs_pss, sc_pss)} | | |"
-    )
+    mine = found.get("crawlspace")
+    for peer, label in PEERS.items():
+        other = found.get(peer)
+        if mine is None or other is None:
+            continue
+        rows.append(
+            f"| crawlspace / {label} | | | {ratio(mine.rate, other.rate)}"
+            f" | {ratio(mine.cpu_ms, other.cpu_ms)} | | | {ratio(mine.rss, other.rss)}"
+            f" | {ratio(mine.pss, other.pss)} | | | |"
+        )
     return rows
+
+
+def floor_lines(found: dict[str, Summary], floor: Floor, repeat: int, cores: int) -> list[str]:
+    steps = ", ".join(f"{name} {floor.steps[name]:.3f}" for name in STEPS)
+    lines = [
+        f"- **floor** (floor.py, one process: lexbor parse, a[href], ada join, visible text,"
+        f" SHA-256, gzip 6; best of {repeat} pass(es) over the {floor.pages:,} allowed files,"
+        f" {floor.kib_per_page:.1f} KiB and {floor.links / max(floor.pages, 1):.0f} links a"
+        f" page): **{floor.ms_per_page:.3f} CPU ms/page** ({steps})",
+    ]
+    multiples = [f"{c} {ratio(s.cpu_ms, floor.ms_per_page)}" for c, s in found.items()]
+    if multiples:
+        lines.append(f"- CPU per page as a multiple of the floor: {', '.join(multiples)}")
+    if "crawlspace" in found:
+        used = found["crawlspace"].cores
+        lines.append(
+            f"- crawlspace cores used: {used:.2f} of {cores}"
+            f" (target >= {CORES_TARGET} of 2 on CPU-bound runs)"
+        )
+    return lines
+
+
+def peers_available(crawlers: list[str]) -> tuple[list[str], list[str]]:
+    """The crawlers that can run here, and a note for each peer that cannot be imported."""
+    kept, notes = [], []
+    for crawler in crawlers:
+        module = "scrapy" if crawler == "scrapy" else "crawlee" if crawler == "crawlee" else None
+        if module is not None and importlib.util.find_spec(module) is None:
+            notes.append(f"- {crawler}: not importable (pip install -e '.[bench]'), skipped")
+            continue
+        kept.append(crawler)
+    return kept, notes
+
+
+def bench_corpus(
+    name: str, args: argparse.Namespace, crawlers: list[str], work: Path
+) -> tuple[list[str], bool]:
+    """Crawl one corpus with every crawler, alternating; its report lines and whether a run
+    failed (non-zero exit, no page, or a page robots.txt disallows)."""
+    corpus = prepare_corpus(
+        work,
+        install=not args.no_install,
+        generated_pages=args.generated_pages,
+        generated_only=args.generated,
+        name=name,
+    )
+    hosts_n = args.hosts or SOURCES[name].default_hosts
+    addresses = [f"127.0.0.{i}" for i in range(1, hosts_n + 1)]
+    server = StaticServer(
+        corpus.root, addresses, prefer_nginx=not args.aiohttp, robots_txt=corpus.robots_txt
+    )
+    with server:
+        hosts = server.base_urls()
+        seeds = [f"{h}/index.html" for h in hosts]
+        expected = corpus.expected_urls(hosts)
+        ceiling = wrk_ceiling(f"{hosts[0]}/{corpus.html_files[0]}", args.wrk_seconds)
+        results: list[RunResult] = []
+        for run in range(args.runs):
+            for crawler in crawlers:
+                out = (args.keep or work) / f"{corpus.name}-{crawler}-{run}"
+                shutil.rmtree(out, ignore_errors=True)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                result = run_once(
+                    crawler,
+                    seeds,
+                    out,
+                    args.max_pages,
+                    corpus=corpus,
+                    expected=expected,
+                    cpus=args.cpus,
+                    event_loop=args.event_loop,
+                )
+                results.append(result)
+                print(
+                    f"{corpus.name} run {run + 1}/{args.runs} {crawler}: {result.pages} pages in"
+                    f" {result.wall:.1f}s, CPU {result.cpu:.1f}s ({result.cores:.2f} cores),"
+                    f" RSS {result.tree_rss_mb:.0f} MB (PSS {result.tree_pss_mb:.0f}) in all"
+                    f" processes, {result.violations} robots violations, exit {result.returncode}",
+                    file=sys.stderr,
+                )
+    floor = measure_floor(corpus.root, corpus.html_files, hosts[0], args.floor_repeat)
+    found = summaries(results, len(expected))
+    cores = len(args.cpus.split(",")) if args.cpus else len(os.sched_getaffinity(0))
+    limit = f"max_pages={args.max_pages}" if args.max_pages else "no page limit"
+    names = " vs ".join(PEERS.get(c, c) for c in crawlers)
+    lines = [
+        f"## {names}: {corpus.name}, {len(hosts)} hosts, {limit}, median of {args.runs} run(s)\n",
+        f"- corpus: {corpus.description}: {len(corpus.html_files)} allowed HTML files per host"
+        f" ({corpus.disallowed_files} more under robots.txt's `Disallow: {corpus.disallowed}`),",
+        f"  {len(expected):,} in all; coverage = distinct fetched HTML files / {len(expected):,};"
+        " robots violations = fetched pages under the disallowed prefix (most in any run)",
+        f"- server: {server.kind}, 1 worker; wrk -t2 -c16 on one page: {ceiling}",
+    ]
+    if args.max_pages:
+        lines.append(
+            "- with a page limit the crawlers fetch a subset of the files the floor covers:"
+            " read the multiples of the floor from a run without one"
+        )
+    lines += [*floor_lines(found, floor, args.floor_repeat, cores), ""]
+    lines += table(found, floor)
+    failed = any(r.returncode != 0 or r.pages == 0 or r.violations for r in results)
+    return lines, failed
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--corpus", default="both", choices=(*SOURCES, "both"), help="which corpus to crawl"
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs per crawler (alternating)")
-    parser.add_argument("--hosts", type=int, default=16, help="loopback hosts 127.0.0.1..N")
-    parser.add_argument("--max-pages", type=int, default=0, help="page limit for both; 0 = all")
+    parser.add_argument(
+        "--hosts", type=int, default=0, help="loopback hosts 127.0.0.1..N (0: python 8, postgres 4)"
+    )
+    parser.add_argument("--max-pages", type=int, default=0, help="page limit for all; 0 = all")
     parser.add_argument("--generated-pages", type=int, default=600, help="fallback corpus size")
     parser.add_argument("--generated", action="store_true", help="use the generated corpus")
-    parser.add_argument("--no-install", action="store_true", help="never apt-get python3.11-doc")
+    parser.add_argument("--no-install", action="store_true", help="never apt-get the docs")
     parser.add_argument("--aiohttp", action="store_true", help="serve with aiohttp, not nginx")
     parser.add_argument("--wrk-seconds", type=int, default=5)
+    parser.add_argument("--floor-repeat", type=int, default=3, help="floor passes; best kept")
     parser.add_argument("--keep", type=Path, help="keep crawl outputs in this directory")
     parser.add_argument("--quick", action="store_true", help="CI smoke: ~300 pages, 1 run each")
     parser.add_argument(
@@ -293,69 +455,37 @@ def main() -> int:
         "--event-loop", default="asyncio", choices=("asyncio", "uvloop"), help="crawlspace's loop"
     )
     args = parser.parse_args()
-    crawlers = [c for c in args.crawlers.split(",") if c]
-    if not set(crawlers) <= set(CRAWLERS):
+    asked = {c for c in args.crawlers.split(",") if c}
+    if not asked or not asked <= set(CRAWLERS):
         parser.error(f"--crawlers: choose from {', '.join(CRAWLERS)}")
-    cpus = args.cpus
+    crawlers = [c for c in CRAWLERS if c in asked]  # runs alternate in this order
     if args.quick:
         # A generated corpus of light pages keeps CI fast and independent of apt.
         args.runs, args.max_pages, args.wrk_seconds = 1, args.max_pages or 300, 1
-        args.generated, args.generated_pages = True, 400
-    if not 1 <= args.hosts <= 254:
-        parser.error("--hosts must be 1..254")
+        args.generated, args.generated_pages, args.floor_repeat = True, 400, 1
+    if not 0 <= args.hosts <= 254:
+        parser.error("--hosts must be 1..254 (0: the corpus's default)")
+    crawlers, notes = peers_available(crawlers)
+    # The generated corpus stands in for both real ones: one table.
+    names = ["python"] if args.generated else [*SOURCES] if args.corpus == "both" else [args.corpus]
 
+    print(*machine_info(), sep="\n")
+    print(f"- crawlspace event loop: {args.event_loop}")
+    if args.cpus:
+        print(f"- crawlers pinned to core(s) {args.cpus} (taskset)")
+    for note in notes:
+        print(note)
+    print(flush=True)
+    failed = False
     work = Path(tempfile.mkdtemp(prefix="crawlspace-bench-"))
     try:
-        corpus = prepare_corpus(
-            work,
-            install=not args.no_install,
-            generated_pages=args.generated_pages,
-            generated_only=args.generated,
-        )
-        addresses = [f"127.0.0.{i}" for i in range(1, args.hosts + 1)]
-        with StaticServer(corpus.root, addresses, prefer_nginx=not args.aiohttp) as server:
-            hosts = server.base_urls()
-            seeds = [f"{h}/index.html" for h in hosts]
-            expected = corpus.expected_urls(hosts)
-            ceiling = wrk_ceiling(f"{hosts[0]}/{corpus.html_files[0]}", args.wrk_seconds)
-            results: list[RunResult] = []
-            for run in range(args.runs):
-                for crawler in crawlers:
-                    out = (args.keep or work) / f"{crawler}-{run}"
-                    shutil.rmtree(out, ignore_errors=True)
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    result = run_once(
-                        crawler,
-                        seeds,
-                        out,
-                        args.max_pages,
-                        expected,
-                        cpus=cpus,
-                        event_loop=args.event_loop,
-                    )
-                    results.append(result)
-                    print(
-                        f"run {run + 1}/{args.runs} {crawler}: {result.pages} pages in"
-                        f" {result.wall:.1f}s, CPU {result.cpu:.1f}s,"
-                        f" RSS {result.tree_rss_mb:.0f} MB (PSS {result.tree_pss_mb:.0f}) in all"
-                        f" processes, exit {result.returncode}",
-                        file=sys.stderr,
-                    )
+        for name in names:
+            lines, bad = bench_corpus(name, args, crawlers, work)
+            failed = failed or bad
+            print(*lines, sep="\n")
+            print(flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-    limit = f"max_pages={args.max_pages}" if args.max_pages else "no page limit"
-    print(f"## crawlspace vs Scrapy: {len(hosts)} hosts, {limit}, median of {args.runs} run(s)\n")
-    print(f"- corpus: {corpus.description}: {len(corpus.html_files)} allowed HTML files per host,")
-    print(f"  {len(expected):,} in all; coverage = distinct fetched HTML files / {len(expected):,}")
-    print(f"- server: {server.kind}, 1 worker; wrk -t2 -c16 on one page: {ceiling}")
-    if cpus:
-        print(f"- crawlers pinned to core(s) {cpus} (taskset)")
-    print(f"- crawlspace event loop: {args.event_loop}")
-    print(*machine_info(), sep="\n")
-    print()
-    print(*table(results, corpus, len(expected)), sep="\n")
-    failed = [r for r in results if r.returncode != 0 or r.pages == 0]
     return 1 if failed else 0
 
 

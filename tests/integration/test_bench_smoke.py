@@ -1,4 +1,4 @@
-"""CI smoke run of benchmarks/crawl_vs_scrapy.py --quick: both crawlers run, the table prints.
+"""CI smoke runs of the benchmarks' --quick modes: every crawler runs, the tables print.
 
 No timing asserts: shared CI runners make throughput numbers meaningless as pass/fail gates.
 """
@@ -16,19 +16,20 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "crawl_vs_scrapy.py"
 
 
-def test_quick_benchmark_runs_both_crawlers_and_prints_table() -> None:
+def test_quick_benchmark_runs_every_crawler_and_prints_table_and_floor() -> None:
     if importlib.util.find_spec("scrapy") is None:
         pytest.skip("scrapy is not importable (pip install -e '.[bench]')")
+    has_crawlee = importlib.util.find_spec("crawlee") is not None
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick"],
         capture_output=True,
         text=True,
-        timeout=120,  # ~8 s on an idle 2-core machine; generous for loaded CI runners
+        timeout=180,  # ~5-15 s on an idle 2-core machine; generous for loaded CI runners
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
-    assert "| crawler | runs | pages (median) | pages/s |" in out
+    assert "| crawler | runs | pages (median) | pages/s | CPU ms / page | CPU / floor |" in out
     assert "generated interlinked corpus" in out
     rows = {
         cells[0]: cells
@@ -36,17 +37,33 @@ def test_quick_benchmark_runs_both_crawlers_and_prints_table() -> None:
         if line.startswith("| ")
         for cells in [[c.strip() for c in line.strip("|").split("|")]]
     }
-    for crawler in ("crawlspace", "scrapy"):
-        assert rows[crawler][1] == "1", rows[crawler]
-        assert int(rows[crawler][2].replace(",", "")) > 0, rows[crawler]  # pages fetched
+    crawlers = ["crawlspace", "scrapy", *(["crawlee"] if has_crawlee else [])]
+    for crawler in crawlers:
+        row = rows[crawler]
+        assert row[1] == "1", row
+        assert int(row[2].replace(",", "")) > 0, row  # pages fetched
+        assert float(row[4]) > 0, row  # CPU ms per page
+        assert row[5].endswith("x"), row  # CPU per page as a multiple of the floor
+        assert float(row[6]) > 0, row  # cores used: CPU seconds / wall seconds
         # Memory of the whole process tree was sampled: PSS shares the pages that RSS counts
         # in every process, so at every sample (and at the peaks) it is at most the RSS sum.
-        tree_rss, tree_pss, largest = (float(c.replace(",", "")) for c in rows[crawler][5:8])
-        assert largest > 0, rows[crawler]
-        assert 0 < tree_pss <= tree_rss, rows[crawler]
+        tree_rss, tree_pss, largest = (float(c.replace(",", "")) for c in row[7:10])
+        assert largest > 0, row
+        assert 0 < tree_pss <= tree_rss, row
+        assert row[10].endswith("%"), row  # coverage
+        assert row[11] == "0", row  # nothing under robots.txt's Disallow was fetched
+        assert f"run 1/1 {crawler}:" in done.stderr
     assert "crawlspace / Scrapy" in rows
-    assert "run 1/1 crawlspace:" in done.stderr
-    assert "run 1/1 scrapy:" in done.stderr
+    if has_crawlee:
+        assert "crawlspace / crawlee" in rows
+    else:
+        assert "- crawlee: not importable" in out
+    floor = [line for line in out.splitlines() if line.startswith("- **floor**")]
+    assert len(floor) == 1, out
+    assert "CPU ms/page" in floor[0]
+    assert all(step in floor[0] for step in ("parse", "join", "text", "sha256", "gzip"))
+    assert "- CPU per page as a multiple of the floor: crawlspace " in out
+    assert "- crawlspace cores used: " in out
 
 
 WORKERS_SCRIPT = SCRIPT.parent / "redis_workers_bench.py"
