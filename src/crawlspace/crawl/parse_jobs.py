@@ -12,16 +12,21 @@ imports that way.
 from __future__ import annotations
 
 import dataclasses
-import os
-import threading
-import time
+import pickle
+import socket
+import struct
 from dataclasses import dataclass
+from typing import Any
 
+from crawlspace.archive.records import Exchange, ExchangeRecords, RecordBuilder
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.processors import ContentProcessor, ProcessedContent
 
-__all__ = ["ParsedPage", "parse_and_admit", "start_parse_worker"]
+__all__ = ["FRAME", "ParsedPage", "parse_and_admit", "serve_jobs"]
+
+# Each job and each answer travels as its pickle's length, then the pickle.
+FRAME = struct.Struct("!Q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,7 @@ class ParsedPage:
     content: ProcessedContent
     prelinks: PreLinks | None
     admission: Admission | None
+    records: ExchangeRecords | None = None  # the exchange's WARC records, when asked for
 
     def admit(self, discovery: Discovery, *, parent_depth: int, header_nofollow: bool) -> Admission:
         """The page's admission: the one made where it was parsed, or made now."""
@@ -59,43 +65,62 @@ def parse_and_admit(
     parent_depth: int,
     header_nofollow: bool,
     admit: bool = True,
+    archive: tuple[RecordBuilder, Exchange] | None = None,
 ) -> ParsedPage:
     """Run ``processor`` and normalize its links; where a Discovery is installed (a parse
-    worker) and ``admit`` is set, admit them as the crawl loop would."""
+    worker) and ``admit`` is set, admit them as the crawl loop would. Given an ``archive``,
+    build the exchange's WARC records too, where the body already is."""
+    records = archive[0].exchange(archive[1]) if archive is not None else None
     content = processor(body, url=url, content_type=content_type, product_token=product_token)
     if len(body) >= TRIM_AFTER_BYTES:
         release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)
     prelinks = prenormalize(content.links, content.base_url)
     content = dataclasses.replace(content, links=[])
     if _worker_discovery is None or not admit:
-        return ParsedPage(content, prelinks, None)
+        return ParsedPage(content, prelinks, None, records)
     nofollow = content.nofollow or header_nofollow
     admission = _worker_discovery.admit_prenormalized(
         prelinks, parent_depth=parent_depth, page_nofollow=nofollow
     )
-    return ParsedPage(content, None, admission)
+    return ParsedPage(content, None, admission, records)
 
 
-def _follow_crawler(crawler_pid: int) -> None:
-    """Worker initializer: exit as soon as the crawler process is gone.
-
-    A crawler killed with SIGKILL cannot shut its pool down, and its workers would otherwise
-    linger forever, holding its stdout open.
-    """
-
-    def watch() -> None:
-        # Not os.kill(pid, 0): a dead crawler stays a zombie until its parent reaps it, and a
-        # parent waiting for our inherited stdout to close would never reap it. Re-parenting
-        # happens the moment the crawler dies.
-        while os.getppid() == crawler_pid:
-            time.sleep(0.2)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="crawlspace-follow", daemon=True).start()
-
-
-def start_parse_worker(crawler_pid: int, discovery: Discovery | None) -> None:
-    """The pool's initializer: follow the crawler, install its link admission."""
+def serve_jobs(channel: socket.socket, discovery: Discovery | None) -> None:
+    """A parse worker's life (crawl/parse_pool.py starts it): install the crawl's link admission,
+    then run each job the crawl sends, in order, and send back its answer, until the crawl
+    closes its end. The crawl killed with SIGKILL closes it too (the kernel does), so a worker
+    never outlives its crawl by more than the job it is running."""
     global _worker_discovery  # noqa: PLW0603 -- one per worker process, set once at its start
-    _follow_crawler(crawler_pid)
     _worker_discovery = discovery
+    with channel:
+        channel.setblocking(True)
+        while (job := _receive(channel)) is not None:
+            try:
+                answer: tuple[bool, object] = (True, job())
+            except Exception as exc:  # the crawl's to handle, as a call in the loop would raise
+                answer = (False, exc)
+            try:
+                data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # an answer or exception that cannot travel
+                data = pickle.dumps((False, RuntimeError(f"parse job answer: {exc!r}")))
+            channel.sendall(FRAME.pack(len(data)) + data)
+
+
+def _receive(channel: socket.socket) -> Any:
+    """The next job, or None once the crawl has closed its end."""
+    head = _read_exactly(channel, FRAME.size)
+    if head is None:
+        return None
+    body = _read_exactly(channel, FRAME.unpack(head)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def _read_exactly(channel: socket.socket, size: int) -> bytearray | None:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    while view:
+        got = channel.recv_into(view)
+        if got == 0:
+            return None
+        view = view[got:]
+    return buffer

@@ -11,6 +11,7 @@ import hashlib
 import logging
 import math
 
+from crawlspace.archive.warc import WarcLocation
 from crawlspace.config import CrawlConfig
 from crawlspace.dedup.simhash import simhash_and_sketch
 from crawlspace.dedup.sketch import Sketch
@@ -104,12 +105,13 @@ def redirect_completion(
 def fetch_record(
     lease: Lease,
     response: FetchResponse,
-    location: tuple[str, int, int],
+    location: WarcLocation,
     content: ProcessedContent | None,
     product_token: str,
 ) -> FetchRecord:
     """The fetch row of a visit that got a response."""
-    warc_file, offset, length = location
+    # The WARC's payload is the body unless content-encoding was undone: hashed once then.
+    same = response.body is response.raw_body and location.payload_sha256 is not None
     simhash, sketch = page_fingerprints(content)
     return FetchRecord(
         url=lease.url,
@@ -120,10 +122,12 @@ def fetch_record(
         content_type=response.header("content-type"),
         bytes=len(response.raw_body),
         truncated=response.truncated,
-        content_sha256=hashlib.sha256(response.body).hexdigest(),
-        warc_file=warc_file,
-        warc_offset=offset,
-        warc_length=length,
+        content_sha256=location.payload_sha256
+        if same
+        else hashlib.sha256(response.body).hexdigest(),
+        warc_file=location.file,
+        warc_offset=location.offset,
+        warc_length=location.length,
         text_sha256=text_sha256(content),
         # A parsed page's noindex already has the header's; X-Robots-Tag is also what PDFs
         # and plain text have, which no processor parsed.

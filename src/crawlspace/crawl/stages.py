@@ -16,15 +16,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import multiprocessing
-import os
 import pickle
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from crawlspace.crawl.parse_jobs import ParsedPage, parse_and_admit, start_parse_worker
+from crawlspace.archive.records import Exchange, RecordBuilder
+from crawlspace.crawl.parse_jobs import ParsedPage, parse_and_admit
+from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
 from crawlspace.discovery.links import Discovery
 from crawlspace.parse.processors import ContentProcessor
 
@@ -45,49 +44,39 @@ class StagePools:
         self, parse_workers: int, *, processes: bool = True, discovery: Discovery | None = None
     ) -> None:
         self._threads = ThreadPoolExecutor(parse_workers, thread_name_prefix="crawlspace-parse")
-        self._processes: Executor | None = None
+        self._processes: ParsePool | None = None  # None: parsing in threads
+        self._pool: ParsePool | None = None  # the processes started, ended by close()
         # Link admission runs in the workers too, given a Discovery they can receive (a URL
         # filter that is a closure or lambda keeps it in the crawl loop).
         self.admits_in_workers = processes and discovery is not None and _picklable(discovery)
         self._discovery = discovery
         self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
-            # spawn: a clean child (never a fork of a process that runs threads) whose parent is
-            # the crawler itself, so the worker can see it go (parse_jobs.py).
-            context = multiprocessing.get_context("spawn")
-            self._processes = ProcessPoolExecutor(
-                parse_workers,
-                mp_context=context,
-                initializer=start_parse_worker,
-                initargs=(os.getpid(), discovery if self.admits_in_workers else None),
-            )
-            # Start the workers now, while robots.txt is fetched: a spawned interpreter takes a
-            # second or more to import the parser on a busy machine.
-            self._processes.submit(os.getpid)
+            admission = discovery if self.admits_in_workers else None
+            self._processes = ParsePool(parse_workers, admission)  # crawl/parse_pool.py
+        self._pool = self._processes
         self._warc = ThreadPoolExecutor(1, thread_name_prefix="crawlspace-warc")
-        self._placement: dict[Callable[..., Any], Executor] = {}
+        self._in_process: dict[Callable[..., Any], bool] = {}
 
-    def _executor_for(self, fn: Callable[..., Any]) -> Executor:
-        executor = self._placement.get(fn)
-        if executor is None:
-            use_process = self._processes is not None and _picklable(fn)
-            executor = self._processes if use_process and self._processes else self._threads
-            self._placement[fn] = executor
-        return executor
+    def _runs_in_process(self, fn: Callable[..., Any]) -> bool:
+        placed = self._in_process.get(fn)
+        if placed is None:
+            placed = self._in_process[fn] = self._processes is not None and _picklable(fn)
+        return placed and self._processes is not None
 
     async def parse(self, call: functools.partial[T]) -> T:
         """A parse job on a worker process (its function and arguments picklable)."""
-        loop = asyncio.get_running_loop()
-        executor = self._processes or self._threads
+        if self._processes is None:
+            return await self.in_thread(call)
         try:
-            return await loop.run_in_executor(executor, call)
-        except BrokenProcessPool:
+            return await self._processes.run(call)
+        except WorkersGone:
             # Typically a script that starts a crawl without an `if __name__ == "__main__":`
             # guard, which spawned workers cannot import. Parsing in threads still works.
-            log.warning("parse worker processes unavailable; parsing in threads from now on")
-            self._processes = None
-            self._placement.clear()
-            return await loop.run_in_executor(self._threads, call)
+            if self._processes is not None:  # ended in close(): its other jobs may be running
+                log.warning("parse worker processes unavailable; parsing in threads from now on")
+                self._processes = None
+            return await self.in_thread(call)
 
     async def parse_page(
         self,
@@ -99,10 +88,11 @@ class StagePools:
         product_token: str,
         parent_depth: int,
         header_nofollow: bool,
+        archive: tuple[RecordBuilder, Exchange] | None = None,
     ) -> ParsedPage:
         """``processor`` and the first half of link admission on a worker process where the
         processor can go (then the worker also admits the links: parse_jobs.py), else on a
-        thread."""
+        thread; the exchange's WARC records are built there too when ``archive`` asks."""
         job = functools.partial(
             parse_and_admit,
             processor,
@@ -112,8 +102,9 @@ class StagePools:
             product_token=product_token,
             parent_depth=parent_depth,
             header_nofollow=header_nofollow,
+            archive=archive,
         )
-        if self._executor_for(processor) is self._threads:
+        if not self._runs_in_process(processor):
             return await self.in_thread(job)
         unadmitted = functools.partial(job, admit=False)
         if self._scope_changed():
@@ -141,6 +132,6 @@ class StagePools:
 
     def close(self) -> None:
         self._threads.shutdown(wait=True, cancel_futures=True)
-        if self._processes is not None:
-            self._processes.shutdown(wait=True, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.close()
         self._warc.shutdown(wait=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from crawlspace.archive.records import ExchangeRecords
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
     REDIRECT_STATUSES,
@@ -22,7 +23,7 @@ from crawlspace.crawl.responses import (
     retry_or_fail,
 )
 from crawlspace.crawl.robots_visit import FINAL_ROBOTS_ERRORS, RobotsVisitor
-from crawlspace.crawl.visit_parts import VisitParts
+from crawlspace.crawl.visit_parts import VisitParts, exchange_of
 from crawlspace.discovery.sitemaps import (
     SITEMAP_SOURCE,
     admit_parsed_sitemap,
@@ -92,9 +93,16 @@ class Visitor:
             return self._schedule_host(completion, host, ended, ended - started, crawl_delay)
         host = self._host_wait(lease, response)
         crash_point("after_response")
-        location = await self._parts.archive(response)
+        try:
+            completion, content, records = await self._page_outcome(
+                lease, response, throttled_since
+            )
+        except Exception:
+            await self._parts.archive(response)  # archived whatever its parse did
+            raise
+        # A parsed page's records were built where it was parsed; appended before its commit.
+        location = await self._parts.archive(response, records)
         crash_point("after_warc")
-        completion, content = await self._page_outcome(lease, response, throttled_since)
         note = throttle_note(throttled_since, is_throttled(response), response.ended_at)
         if note is not None:
             completion = replace(completion, notes={**completion.notes, THROTTLE_NOTE: note})
@@ -139,14 +147,17 @@ class Visitor:
 
     async def _page_outcome(
         self, lease: Lease, response: FetchResponse, throttled_since: float | None
-    ) -> tuple[Completion, ProcessedContent | None]:
+    ) -> tuple[Completion, ProcessedContent | None, ExchangeRecords | None]:
+        """How the visit ended, the page's content if it was parsed, and the exchange's WARC
+        records if they were built with it."""
         status = response.status
         if status in RETRY_STATUSES or status >= 500:
-            return retry_or_fail(lease, response, self._parts.config, throttled_since), None
+            return retry_or_fail(lease, response, self._parts.config, throttled_since), None, None
         if status in REDIRECT_STATUSES:
-            return redirect_completion(
+            completion = redirect_completion(
                 lease, response, self._parts.discovery, self._parts.config.max_redirects
-            ), None
+            )
+            return completion, None, None
         completion = Completion(
             state="fetched",
             etag=response.header("etag"),
@@ -155,15 +166,15 @@ class Visitor:
         if status == 304 and (lease.etag or lease.last_modified):
             # RFC 9110 §15.4.5: our stored copy is current. The small 304 response record is in
             # the WARC and a fetch row (status 304) keeps fetched_at; no body, no links, no parse.
-            return replace(completion, state="not_modified"), None
+            return replace(completion, state="not_modified"), None, None
         if status in GONE_STATUSES:
             # A tombstone: the URL stays known (rediscovery creates nothing) and is not refetched
             # in this crawl; recrawl revisits it rarely.
             completion = replace(completion, reason="gone")
         if not 200 <= status < 300:
-            return completion, None
+            return completion, None, None
         if is_sitemap_response(lease.source, response.header("content-type")):
-            return await self._sitemap_links(lease, response, completion), None
+            return await self._sitemap_links(lease, response, completion), None, None
         return await self._page_links(lease, response, completion)
 
     async def _sitemap_links(
@@ -191,12 +202,12 @@ class Visitor:
 
     async def _page_links(
         self, lease: Lease, response: FetchResponse, completion: Completion
-    ) -> tuple[Completion, ProcessedContent | None]:
+    ) -> tuple[Completion, ProcessedContent | None, ExchangeRecords | None]:
         """Parse the page with its MIME type's processor (in a parse worker when there are
-        some) and admit its links."""
+        some, which builds its WARC records too) and admit its links."""
         processor = self._parts.processors.for_content_type(response.header("content-type"))
         if processor is None:
-            return completion, None
+            return completion, None, None
         header_directives = parse_x_robots_tag(
             response.header_values("x-robots-tag"), self._parts.config.product_token
         )
@@ -208,6 +219,7 @@ class Visitor:
             product_token=self._parts.config.product_token,
             parent_depth=lease.depth,
             header_nofollow=header_directives.nofollow,
+            archive=(self._parts.warc.builder, exchange_of(response)),
         )
         content = page.content
         admission = page.admit(
@@ -229,4 +241,4 @@ class Visitor:
         )
         if header_directives.noindex and not content.noindex:
             content = replace(content, noindex=True)
-        return completion, content
+        return completion, content, page.records

@@ -8,7 +8,8 @@ import random
 import time
 from collections.abc import Callable
 
-from crawlspace.archive.warc import WarcWriter
+from crawlspace.archive.records import Exchange, ExchangeRecords
+from crawlspace.archive.warc import WarcLocation, WarcWriter
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.stages import StagePools
@@ -74,21 +75,15 @@ class VisitParts:
             config.robots_min_cache_seconds,
         )
 
-    async def archive(self, response: FetchResponse) -> tuple[str, int, int]:
-        location = await self.pools.archive(
-            self.warc.write_exchange,
-            url=response.url,
-            request_headers=response.request_headers,
-            http_version=response.http_version,
-            status=response.status,
-            reason=response.reason,
-            response_headers=response.headers,
-            payload=response.raw_body,
-            fetched_at=response.started_at,
-            ip_address=response.peer_address,
-            truncated="length" if response.truncated else None,
-        )
-        return location.file, location.offset, location.length
+    async def archive(
+        self, response: FetchResponse, records: ExchangeRecords | None = None
+    ) -> WarcLocation:
+        """Append the exchange's records (built where its page was parsed, or now on the WARC
+        thread) and return the response's location once they reached the OS. Appends happen
+        here on the crawl loop only: the writer is one ordered stream."""
+        if records is None:
+            records = await self.pools.archive(self.warc.builder.exchange, exchange_of(response))
+        return self.warc.append(records)
 
     async def fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
         """One request, holding its server address's token while it runs (AddressBusyError
@@ -111,3 +106,19 @@ class VisitParts:
         ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
         if self.outlasts(lease):
             raise LeaseTooShortError(lease.url)
+
+
+def exchange_of(response: FetchResponse) -> Exchange:
+    """The WARC's view of a response: its payload as received (still content-encoded)."""
+    return Exchange(
+        url=response.url,
+        request_headers=response.request_headers,
+        status=response.status,
+        reason=response.reason,
+        response_headers=response.headers,
+        payload=response.raw_body,
+        fetched_at=response.started_at,
+        http_version=response.http_version,
+        ip_address=response.peer_address,
+        truncated="length" if response.truncated else None,
+    )

@@ -1,0 +1,185 @@
+"""Parse worker processes that the event loop feeds and reads itself, one socket pair each.
+
+Why not ``concurrent.futures.ProcessPoolExecutor``: there a job crossed three threads of the
+crawl process on its way out (the loop, the pool's manager thread, its queue feeder thread) and
+two on its way back, each hop waiting for the GIL behind the others. An ordinary page's 0.3 ms
+parse came back after ~5 ms, and its host waited all that time for its next request
+(benchmarks/README.md, "the parse round trip"). Here the loop writes a job to a worker's socket
+and reads the answer when the socket is readable: no thread in between, one pickle each way.
+
+A worker runs its jobs one at a time in the order they were sent, so its answers come back in
+that order (a queue of futures per worker, no job ids). A worker that dies, or a pool whose
+workers could not start (a script that starts a crawl without an ``if __name__ ==
+"__main__":`` guard, which spawned workers cannot import), fails the jobs it holds with
+``WorkersGone``, and the pool takes no more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import pickle
+import socket
+from collections import deque
+from collections.abc import Callable
+from multiprocessing.process import BaseProcess
+from typing import Any, TypeVar
+
+from crawlspace.crawl.parse_jobs import FRAME, serve_jobs
+from crawlspace.discovery.links import Discovery
+
+T = TypeVar("T")
+
+READ_BYTES = 256 * 1024  # per read of a worker's socket (as asyncio's transports read)
+# How long close() waits for a worker to finish its job and exit before it is terminated.
+EXIT_WAIT_SECONDS = 5.0
+
+
+class WorkersGone(Exception):
+    """A parse worker process died or never started: its jobs have no answer."""
+
+
+class _Channel:
+    """The crawl's end of one worker's socket, read and written by the event loop's selector
+    (no asyncio transport: the pool outlives the loop in tests and scripts, and a transport
+    left on a closed loop cannot be closed cleanly): frames out, answers in, in order."""
+
+    def __init__(self, sock: socket.socket, pool: ParsePool) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self.waiting: deque[asyncio.Future[Any]] = deque()
+        self._pool = pool
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._received = bytearray()
+        self._unsent = bytearray()
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Read on ``loop`` (the one running: a later crawl may run on another)."""
+        if self._loop is loop:
+            return
+        self.detach()
+        self._loop = loop
+        loop.add_reader(self.sock.fileno(), self._readable)
+        if self._unsent:
+            loop.add_writer(self.sock.fileno(), self._writable)
+
+    def detach(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self.sock.fileno())
+            loop.remove_writer(self.sock.fileno())
+
+    def send(self, frame: bytes) -> None:
+        if not self._unsent:
+            try:
+                sent = self.sock.send(frame)
+            except BlockingIOError:
+                sent = 0
+            except OSError:  # the worker is gone (EPIPE): _readable sees its end too
+                self._lost()
+                return
+            if sent == len(frame):
+                return
+            assert self._loop is not None
+            self._loop.add_writer(self.sock.fileno(), self._writable)
+            frame = frame[sent:]
+        self._unsent += frame
+
+    def _writable(self) -> None:
+        try:
+            sent = self.sock.send(self._unsent)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._lost()
+            return
+        del self._unsent[:sent]
+        if not self._unsent and self._loop is not None:
+            self._loop.remove_writer(self.sock.fileno())
+
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(READ_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._lost()
+            return
+        received = self._received
+        received += data
+        while len(received) >= FRAME.size:
+            end = FRAME.size + FRAME.unpack_from(received)[0]
+            if len(received) < end:
+                return
+            ok, value = pickle.loads(received[FRAME.size : end])
+            del received[:end]
+            future = self.waiting.popleft()
+            if future.done():  # its task was cancelled: the answer has no taker
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def _lost(self) -> None:
+        self.detach()
+        self._pool.gone = True
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_exception(WorkersGone("a parse worker process ended"))
+
+
+class ParsePool:
+    """``workers`` spawned parse processes (started now: a spawned interpreter takes a second
+    or more to import the parser on a busy machine, time the crawl spends on robots.txt)."""
+
+    def __init__(self, workers: int, discovery: Discovery | None) -> None:
+        # spawn: a clean child, never a fork of a process that runs threads.
+        context = multiprocessing.get_context("spawn")
+        self.gone = False
+        self._processes: list[BaseProcess] = []
+        self._channels: list[_Channel] = []
+        for _ in range(workers):
+            ours, theirs = socket.socketpair()
+            process = context.Process(
+                target=serve_jobs, args=(theirs, discovery), name="crawlspace-parse", daemon=True
+            )
+            process.start()
+            theirs.close()  # the worker's copy is its own: our end's close is its EOF
+            self._processes.append(process)
+            self._channels.append(_Channel(ours, self))
+
+    @property
+    def pids(self) -> list[int]:
+        return [process.pid for process in self._processes if process.pid is not None]
+
+    async def run(self, job: Callable[[], T]) -> T:
+        """``job()`` on the least busy worker (``job`` and its answer picklable)."""
+        if self.gone:
+            raise WorkersGone("the parse worker processes have ended")
+        loop = asyncio.get_running_loop()
+        channel = min(self._channels, key=lambda c: len(c.waiting))
+        channel.attach(loop)
+        data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        future: asyncio.Future[T] = loop.create_future()
+        channel.waiting.append(future)
+        channel.send(FRAME.pack(len(data)) + data)
+        return await future
+
+    def close(self) -> None:
+        """End every worker: each sees its socket's end after its current job and exits."""
+        for channel in self._channels:
+            channel.detach()
+            with contextlib.suppress(OSError):
+                channel.sock.shutdown(socket.SHUT_WR)
+        for process in self._processes:
+            process.join(EXIT_WAIT_SECONDS)
+            if process.is_alive():  # a job still running: a hostile page, say
+                process.terminate()
+                process.join(EXIT_WAIT_SECONDS)
+        for channel in self._channels:
+            channel.sock.close()

@@ -1,0 +1,149 @@
+"""Parse worker processes fed over socket pairs by the event loop (crawl/parse_pool.py): answers
+in order from real spawned processes, errors delivered, a dead worker detected and parsing moved
+to threads, every worker ended by close(), and WARC records built in a worker byte for byte as
+the crawl process builds them."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gzip
+import os
+import signal
+import time
+
+import pytest
+
+from crawlspace.archive.records import Exchange, RecordBuilder
+from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
+from crawlspace.crawl.stages import StagePools
+from crawlspace.parse.processors import process_html
+
+
+def _echo(value: int, delay: float = 0.0) -> tuple[int, int]:
+    time.sleep(delay)
+    return value, os.getpid()
+
+
+def _fail(message: str) -> None:
+    raise ValueError(message)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return "\nState:\tZ" not in status.read()
+    except OSError:
+        return False
+
+
+def test_jobs_run_in_worker_processes_and_answer_in_order() -> None:
+    pool = ParsePool(2, None)
+
+    async def go() -> list[tuple[int, int]]:
+        jobs = [pool.run(functools.partial(_echo, i, 0.001 * (i % 3))) for i in range(60)]
+        return await asyncio.gather(*jobs)
+
+    try:
+        answers = asyncio.run(go())
+    finally:
+        pool.close()
+    assert [value for value, _ in answers] == list(range(60))
+    workers = {pid for _, pid in answers}
+    assert workers == set(pool.pids)
+    assert len(workers) == 2
+    assert os.getpid() not in workers
+
+
+def test_an_error_in_a_job_reaches_its_caller_and_the_worker_goes_on() -> None:
+    pool = ParsePool(1, None)
+
+    async def go() -> tuple[int, int]:
+        with pytest.raises(ValueError, match="bad page"):
+            await pool.run(functools.partial(_fail, "bad page"))
+        return await pool.run(functools.partial(_echo, 7))
+
+    try:
+        value, _ = asyncio.run(go())
+    finally:
+        pool.close()
+    assert value == 7
+
+
+def test_a_killed_worker_fails_its_jobs_and_pages_are_parsed_in_threads() -> None:
+    pools = StagePools(1)
+    page = b"<html><body><p>still parsed</p><a href='/next'>n</a></body></html>"
+
+    async def go() -> list[str]:
+        pool = pools._pool
+        assert pool is not None
+        slow = asyncio.ensure_future(pool.run(functools.partial(_echo, 1, 5.0)))
+        await asyncio.sleep(1.0)  # the worker has started the slow job
+        os.kill(pool.pids[0], signal.SIGKILL)
+        with pytest.raises(WorkersGone):
+            await asyncio.wait_for(slow, 10)
+        parsed = await pools.parse_page(
+            process_html,
+            page,
+            url="http://site.test/",
+            content_type="text/html",
+            product_token="bot",
+            parent_depth=0,
+            header_nofollow=False,
+        )
+        assert parsed.prelinks is not None
+        return [url for url, _, _ in parsed.prelinks.urls]
+
+    try:
+        links = asyncio.run(go())
+    finally:
+        pools.close()
+    assert links == ["http://site.test/next"]
+
+
+def test_close_ends_every_worker() -> None:
+    pool = ParsePool(2, None)
+    asyncio.run(pool.run(functools.partial(_echo, 1)))
+    pids = pool.pids
+    assert all(map(_alive, pids))
+    pool.close()
+    assert not any(map(_alive, pids))
+
+
+class _NumberedIds:
+    """Record ids 0, 1, 2, ... (picklable: a worker's copy counts from where ours was)."""
+
+    def __init__(self) -> None:
+        self.issued = 0
+
+    def __call__(self) -> str:
+        self.issued += 1
+        return f"<urn:uuid:00000000-0000-0000-0000-{self.issued:012d}>"
+
+
+def _build(builder: RecordBuilder, exchange: Exchange) -> bytes:
+    records = builder.exchange(exchange)
+    return records.request_member + records.response_member
+
+
+def test_records_built_in_a_worker_are_the_records_built_here() -> None:
+    exchange = Exchange(
+        url="http://site.test/page?x=1",
+        request_headers=[("User-Agent", "bot"), ("Accept", "*/*")],
+        status=200,
+        reason="OK",
+        response_headers=[("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")],
+        payload=b"<html>" + bytes(range(256)) * 40 + b"</html>",
+        fetched_at=1_700_000_000.25,
+        ip_address="127.0.0.1",
+    )
+    pool = ParsePool(1, None)
+    try:
+        there = asyncio.run(
+            pool.run(functools.partial(_build, RecordBuilder(6, _NumberedIds()), exchange))
+        )
+    finally:
+        pool.close()
+    here = _build(RecordBuilder(6, _NumberedIds()), exchange)
+    assert there == here
+    assert b"X-Crawlspace-Original-Transfer-Encoding" in gzip.decompress(here)
