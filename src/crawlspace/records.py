@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from crawlspace.pickling import by_fields
 from crawlspace.plans import CompletionPlan
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ class LeaseKind(StrEnum):
     ROBOTS = "robots"
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class UrlCandidate:
     """A normalized URL on its way into the frontier (seed, link, redirect, sitemap entry)."""
@@ -97,6 +99,7 @@ class FetchRecord:
     sketch: Sketch | None = None
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class LinkRecord:
     to_url: str

@@ -21,6 +21,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 from zlib_ng import zlib_ng
 
+from crawlspace.pickling import by_fields
+
 TRUNCATED_REASONS: Final = frozenset({"length", "time", "disconnect", "unspecified"})
 _GZIP_WBITS: Final = zlib.MAX_WBITS | 16  # a gzip member per record
 # Replay tools (pywb) de-chunk bodies whose headers say "chunked"; our bodies arrive de-chunked
@@ -45,6 +47,7 @@ class Exchange:
     truncated: str | None = None  # a WARC-Truncated reason
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class ExchangeRecords:
     """An exchange's request and response records, each one gzip member, ready to append."""

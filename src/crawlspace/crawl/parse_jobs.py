@@ -22,6 +22,7 @@ from crawlspace.archive.records import Exchange, ExchangeRecords, RecordBuilder
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.processors import ContentProcessor, ProcessedContent
+from crawlspace.pickling import by_fields
 
 __all__ = ["FRAME", "ParsedPage", "parse_and_admit", "serve_jobs"]
 
@@ -29,6 +30,7 @@ __all__ = ["FRAME", "ParsedPage", "parse_and_admit", "serve_jobs"]
 FRAME = struct.Struct("!Q")
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class ParsedPage:
     """A processed page, its links normalized (``content.links`` then empty: they travel once)

@@ -21,11 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from crawlspace.pickling import by_fields
+
 __all__ = ["K", "Sketch", "new_pairs", "sketch_of"]
 
 K: Final = 64
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Sketch:
     hashes: tuple[int, ...]  # the K smallest distinct shingle hashes, ascending

@@ -15,6 +15,7 @@ from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.frontier.budgets import TrapRules, trap_reason
 from crawlspace.frontier.priority import PriorityRules, url_priority
+from crawlspace.pickling import by_fields
 from crawlspace.records import LinkRecord, UrlCandidate
 from crawlspace.urls import host_key, normalize_with_reason
 
@@ -35,6 +36,7 @@ class EntryRules:
     priority: PriorityRules = field(default_factory=PriorityRules)
 
 
+@by_fields
 @dataclass(slots=True)
 class Admission:
     """What one page's links turned into."""
@@ -47,6 +49,7 @@ class Admission:
     counters: Counter[str] = field(default_factory=Counter)
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class PreLinks:
     """A page's links after the per-href half of admission, which needs nothing but the page

@@ -13,9 +13,11 @@ from typing import Protocol
 from crawlspace.dedup.simhash import simhash_and_sketch
 from crawlspace.dedup.sketch import Sketch
 from crawlspace.parse.html import extract
+from crawlspace.pickling import by_fields
 from crawlspace.urls import host_key, normalize
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class ProcessedContent:
     base_url: str

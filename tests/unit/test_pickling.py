@@ -1,0 +1,65 @@
+"""The parse workers' objects pickle as their fields (crawlspace/pickling.py): each comes back
+equal, through its constructor, and a class that could not be rebuilt that way is refused."""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+
+from crawlspace.archive.records import ExchangeRecords
+from crawlspace.crawl.parse_jobs import ParsedPage
+from crawlspace.dedup.sketch import Sketch
+from crawlspace.discovery.links import Admission, PreLinks
+from crawlspace.parse.processors import ProcessedContent
+from crawlspace.pickling import by_fields
+from crawlspace.records import LinkRecord, UrlCandidate
+
+
+def _page() -> ParsedPage:
+    candidate = UrlCandidate(
+        "http://a.test/x", "a.test:80", 3, priority=-7, source="sitemap", lastmod="2026-01-01"
+    )
+    admission = Admission(
+        candidates=[candidate, UrlCandidate("http://a.test/y", "a.test:80", 1)],
+        excluded=[("http://a.test/z", "depth")],
+        links=[LinkRecord("http://a.test/x", True)],
+        rejections=Counter(scope=2),
+        counters=Counter({"dedup.links_raw": 5}),
+    )
+    content = ProcessedContent(
+        "http://a.test/",
+        text_sha256="ab" * 32,
+        simhash=(1 << 64) - 1,
+        sketch=Sketch((1, 2, 3), 9),
+        noindex=True,
+    )
+    records = ExchangeRecords(b"\x1f\x8b req", b"\x1f\x8b resp", "cd" * 32, "sha1:XYZ")
+    return ParsedPage(content, None, admission, records)
+
+
+def test_every_worker_object_comes_back_equal() -> None:
+    page = _page()
+    assert pickle.loads(pickle.dumps(page, protocol=5)) == page
+    prelinks = PreLinks([("http://a.test/x", 2, False)], 3, 2, {"bad_scheme": 1})
+    assert pickle.loads(pickle.dumps(prelinks)) == prelinks
+
+
+def test_they_pickle_as_their_fields() -> None:
+    candidate = UrlCandidate("http://a.test/x", "a.test:80", 3)
+    assert candidate.__reduce__() == (
+        UrlCandidate,
+        ("http://a.test/x", "a.test:80", 3, 0, 0, "link", None, None, None),
+    )
+
+
+def test_a_field_outside_init_is_refused() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Derived:
+        base: int
+        doubled: int = field(init=False, default=0)
+
+    with pytest.raises(TypeError, match="__init__ parameter"):
+        by_fields(Derived)
