@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import ipaddress
 import math
+import os
 from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -28,6 +29,14 @@ KIB = 1024
 MIB = 1024 * KIB
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity: taskset, a container's cpuset)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no sched_getaffinity off Linux
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class CrawlConfig:
     user_agent: str = DEFAULT_USER_AGENT
@@ -45,7 +54,8 @@ class CrawlConfig:
     max_in_flight_per_ip: int = 4
     min_delay_per_ip: float = 0.0
     concurrency: int = 32
-    parse_workers: int = 2  # parse worker processes (crawl/stages.py)
+    # Parse worker processes (crawl/stages.py): one per core this process may run on.
+    parse_workers: int = dataclasses.field(default_factory=available_cores)
     # "asyncio" (the stdlib loop) or "uvloop" (libuv; pip install 'crawlspace[uvloop]').
     event_loop: str = "asyncio"
     duration: float | None = None

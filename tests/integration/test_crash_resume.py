@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlspace.config import available_cores
 from crawlspace.demo.webfarm import WebFarm, html_site
 from tests.webs import crawl_command, linked_pages
 
@@ -128,11 +129,12 @@ def test_parse_workers_exit_when_the_crawler_is_killed(farm: WebFarm, tmp_path: 
     proc = subprocess.Popen(resume_command(tmp_path / "out", farm))
     try:
         workers: set[int] = set()
+        expected = available_cores()  # one parse worker per core by default
         deadline = time.monotonic() + 30
-        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        while len(workers) < expected and time.monotonic() < deadline and proc.poll() is None:
             workers = set(filter(_is_parse_worker, _children(proc.pid)))
             time.sleep(0.05)
-        assert len(workers) == 2, "the crawl's two parse workers never started"
+        assert len(workers) == expected, "the crawl's parse workers never started"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         deadline = time.monotonic() + 10
