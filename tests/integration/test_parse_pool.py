@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gzip
+import hashlib
 import os
 import signal
 import time
@@ -147,3 +148,28 @@ def test_records_built_in_a_worker_are_the_records_built_here() -> None:
     here = _build(RecordBuilder(6, _NumberedIds()), exchange)
     assert there == here
     assert b"X-Crawlspace-Original-Transfer-Encoding" in gzip.decompress(here)
+
+
+def _digest(data: bytes) -> tuple[int, str]:
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def test_jobs_larger_than_the_socket_buffer_arrive_whole_and_in_order() -> None:
+    # 12 MiB and more: far past a socket pair's buffer, so the frames go out in pieces as the
+    # worker reads them (the loop's writer callback), interleaved with small jobs.
+    big = [os.urandom(1024) * (12 * 1024 + i) for i in range(3)]
+    pool = ParsePool(1, None)
+
+    async def go() -> list[object]:
+        jobs = []
+        for data in big:
+            jobs.append(pool.run(functools.partial(_digest, data)))
+            jobs.append(pool.run(functools.partial(_echo, len(jobs))))
+        return await asyncio.gather(*jobs)
+
+    try:
+        answers = asyncio.run(go())
+    finally:
+        pool.close()
+    assert answers[0::2] == [_digest(data) for data in big]
+    assert [value for value, _ in answers[1::2]] == [1, 3, 5]  # type: ignore[misc]

@@ -30,6 +30,7 @@ _GZIP_WBITS: Final = zlib.MAX_WBITS | 16  # a gzip member per record
 _HIDDEN_HEADERS: Final = {"transfer-encoding": "X-Crawlspace-Original-Transfer-Encoding"}
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """One HTTP request and its response, as the WARC keeps them."""

@@ -70,21 +70,24 @@ class _Channel:
             loop.remove_reader(self.sock.fileno())
             loop.remove_writer(self.sock.fileno())
 
-    def send(self, frame: bytes) -> None:
+    def send(self, data: bytes) -> None:
+        """One frame: ``data``'s length, then ``data`` (one sendmsg, no joined copy)."""
+        head = FRAME.pack(len(data))
+        sent = 0
         if not self._unsent:
             try:
-                sent = self.sock.send(frame)
+                sent = self.sock.sendmsg((head, data))
             except BlockingIOError:
                 sent = 0
             except OSError:  # the worker is gone (EPIPE): _readable sees its end too
                 self._lost()
                 return
-            if sent == len(frame):
+            if sent == len(head) + len(data):
                 return
             assert self._loop is not None
             self._loop.add_writer(self.sock.fileno(), self._writable)
-            frame = frame[sent:]
-        self._unsent += frame
+        self._unsent += head[sent:]
+        self._unsent += memoryview(data)[max(0, sent - len(head)) :]
 
     def _writable(self) -> None:
         try:
@@ -167,7 +170,7 @@ class ParsePool:
         data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
         future: asyncio.Future[T] = loop.create_future()
         channel.waiting.append(future)
-        channel.send(FRAME.pack(len(data)) + data)
+        channel.send(data)
         return await future
 
     def close(self) -> None:
