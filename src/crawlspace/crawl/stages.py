@@ -2,9 +2,11 @@
 
 Parsing runs in worker *processes*: lexbor releases the GIL while it builds the tree, but the
 link and text walks that follow hold it, and a hostile 10 MiB page held the event loop for
-seconds when parsed in a thread (benchmarks/parse_worst_case.py). A processor that cannot be
-sent to another process (a closure, a lambda) runs in a thread instead. WARC compression runs in
-one thread (zlib releases the GIL; a WARC file is one ordered stream).
+seconds when parsed in a thread (benchmarks/parse_worst_case.py). The processes are fed by the
+event loop itself (crawl/parse_pool.py). A processor that cannot be sent to another process (a
+closure, a lambda) runs in a thread instead. A parsed page's WARC records are built where it is
+parsed; other responses' on one thread (zlib releases the GIL); the loop appends them all, in
+order (a WARC file is one ordered stream).
 
 There is no unbounded queue anywhere: each lease holds its fetch slot until its parse and WARC
 write are done, so when these stages fall behind the dispatcher has no free slot and stops
