@@ -33,11 +33,11 @@ from crawlspace.store.redis.frontier import RedisFrontier, connect
 CHUNK = 10_000
 
 
-def candidates(hosts: int, urls: int) -> list[UrlCandidate]:
+def candidates(hosts: int, urls: int, source: str = "link") -> list[UrlCandidate]:
     out = []
     for i in range(urls):
         host = f"http://h{i % hosts}.example"
-        out.append(UrlCandidate(f"{host}/p{i}", host, 1, 1))
+        out.append(UrlCandidate(f"{host}/p{i}", host, 1, 1, source=source))
     return out
 
 
@@ -79,7 +79,7 @@ def run(deployment: RedisDeployment, args: argparse.Namespace) -> dict[str, Any]
     frontier = RedisFrontier(
         client, namespace="bench", buckets=args.buckets, wait_replicas=int(args.wait_replicas)
     )
-    cands = candidates(args.hosts, args.urls)
+    cands = candidates(args.hosts, args.urls, args.source)
     before = used_memory(deployment)
     t0 = time.perf_counter()
     for i in range(0, len(cands), CHUNK):
@@ -138,6 +138,12 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=1024)
     parser.add_argument("--cycles", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument(
+        "--source",
+        default="link",
+        choices=("link", "seed"),
+        help="the URLs enter as links, or as seeds (what `crawlspace seed` adds)",
+    )
     parser.add_argument("--target", default="single,cluster")
     args = parser.parse_args()
 

@@ -34,6 +34,8 @@ import pytest
 import redis
 
 from crawlspace.cli import main
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.setup import crawl_scope
 from crawlspace.demo.webfarm import Site, WebFarm, html_site
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.redis.frontier import RedisFrontier, connect
@@ -44,6 +46,7 @@ from crawlspace.store.redis.views import (
     iter_frontier_records,
     url_state,
 )
+from crawlspace.urls import host_key as host_key_of
 from tests.redis_servers import RedisDeployment, start_cluster, start_single, wait_cluster_ok
 from tests.webs import linked_pages
 
@@ -195,7 +198,7 @@ def test_stats_match_the_server_log(crawled: Crawled, capsys: pytest.CaptureFixt
     assert (stats["queued"], stats["in_flight"], stats["hosts_ready"]) == (0, 0, 0)
     assert stats["hosts"] == stats["hosts_crawled"] == len(SITES)
     assert stats["robots"] == {"allow_all": len(SITES) - 1, "rules": 1}
-    assert stats["seeds"] == len(SITES)
+    assert stats["seed_hosts"] == len(SITES)
     assert stats["epochs"] == 3  # the seed command and two workers
     assert (stats["buckets"], stats["wait_short"], stats["wait_lease_short"]) == (BUCKETS, 0, 0)
     table = run_cli(capsys, "stats", *crawled.frontier)
@@ -558,3 +561,33 @@ def replica_has(frontier: RedisFrontier, host: str, url: str) -> bool:
     with redis.Redis(port=port, decode_responses=True, single_connection_client=True) as r:
         r.execute_command("READONLY")
         return r.hget(frontier.key_prefix(frontier.bucket(host)) + "seen", url) is not None
+
+
+def test_the_seeds_set_keeps_one_entry_per_seed_host_and_the_same_scope(
+    deployments: dict[str, RedisDeployment],
+) -> None:
+    # 200,000 seeds cost ~75 bytes each in this set when it kept their URLs: it keeps their
+    # host keys now, which carry all the scope needs (host and effective port).
+    frontier = RedisFrontier(connect(deployments["single"].url), namespace="seedhosts", buckets=8)
+    seeds = [
+        *(f"http://a.test:8080/p{i}" for i in range(5)),
+        "http://b.test/",
+        "http://b.test/x?y=1",
+        "https://c.test/deep/page",
+    ]
+    frontier.add([UrlCandidate(url, host_key_of(url), 0, source="seed") for url in seeds], 0.0)
+    assert set(frontier.scope_seeds()) == {"http://a.test:8080", "http://b.test", "https://c.test"}
+    assert frontier_stats(frontier)["seed_hosts"] == 3
+    config = CrawlConfig(scope="host", allow_nets=("127.0.0.0/8",))
+    from_hosts = crawl_scope(config, frontier.scope_seeds())
+    from_urls = crawl_scope(config, seeds)
+    probes = [
+        "http://a.test:8080/other",
+        "http://a.test:9090/other",
+        "http://b.test:80/z",
+        "http://www.b.test/",
+        "https://c.test/",
+        "http://d.test/",
+    ]
+    assert [from_hosts.reason(u) for u in probes] == [from_urls.reason(u) for u in probes]
+    assert from_hosts.reason("http://d.test/") is not None  # the probes do tell scopes apart

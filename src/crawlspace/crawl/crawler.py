@@ -114,7 +114,7 @@ class Crawler:
             self.store = open_sqlite_store(config, self.out_dir / "crawl.db")
         if settings is not None:
             self.store.set_meta(SETTINGS_KEY, settings)
-        self.scope = crawl_scope(config, self.store.seed_urls())
+        self.scope = crawl_scope(config, self.store.scope_seeds())
         self.discovery = link_discovery(config, self.scope, filters)
         self._stop_reason: str | None = None
         self._wake = asyncio.Event()

@@ -43,7 +43,7 @@ def print_frontier_stats(stats: dict[str, Any], console: Console | None = None) 
     table.add_row("links rejected", _pairs(stats["rejections"]))
     table.add_row("robots.txt", _pairs(stats["robots"]))
     table.add_row("completion events", f"{stats['events']:,}")
-    table.add_row("seeds / worker epochs", f"{stats['seeds']:,} / {stats['epochs']:,}")
+    table.add_row("seed hosts / worker epochs", f"{stats['seed_hosts']:,} / {stats['epochs']:,}")
     table.add_row("buckets", f"{stats['buckets']:,}")
     if stats["wait_short"]:
         table.add_row("replication not confirmed", f"{stats['wait_short']:,} completions")

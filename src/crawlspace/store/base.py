@@ -219,7 +219,10 @@ class Store(Frontier, CrawlRecordsView, Protocol):
 
     def ready_hosts(self, now: float) -> int: ...
 
-    def seed_urls(self) -> list[str]: ...
+    def scope_seeds(self) -> list[str]:
+        """URLs of the seeds' hosts and ports, what the crawl's scope starts from (the seeds
+        themselves, or their host keys)."""
+        ...
 
     def recover(self, now: float) -> int:
         """At start-up of the single owner: return every lease of a dead process to its queue."""

@@ -146,8 +146,8 @@ class SharedStore(RecordsDelegate):
     def robots(self, host_key: str) -> RobotsRecord | None:
         return self.frontier.robots(host_key)
 
-    def seed_urls(self) -> list[str]:
-        return self.frontier.seed_urls()
+    def scope_seeds(self) -> list[str]:
+        return self.frontier.scope_seeds()
 
     def queued(self) -> int:
         return self.frontier.queued()

@@ -31,7 +31,8 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
                                inl (in-links), ri/nf/ch/lc/cf/due (recrawl), ...
 
 Crawl-wide keys: ``{ns}:buckets``, ``{ns}:epoch`` (the last worker epoch taken),
-``{ns}:settings`` (the crawl's stored settings, JSON: crawl/settings.py), ``{ns}:seeds`` (set),
+``{ns}:settings`` (the crawl's stored settings, JSON: crawl/settings.py), ``{ns}:seeds`` (set:
+the seeds' host keys),
 ``{ns}:counters`` (hash: ``rejected.<reason>``, ``dedup.*``, ``wait.short``), the bucket index
 ``{ns:idx}:ready:F`` (one per front band), ``:leases``, ``:due``, ``:ver`` (index.py), the
 crawl-wide page and byte budgets ``{ns:budget}:*`` (lua/budget.lua), AOPIC's Lambda

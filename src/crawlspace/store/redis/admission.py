@@ -73,8 +73,11 @@ def admit(
         )
         if caps:
             fields += plan.budget_keys(cand.url)
-    seeds = [cand.url for cand in candidates if cand.source == "seed"]
-    if seeds:  # the scope of every worker starts from the seeds (discovery/scope.py)
+    # The scope of every worker starts from the seeds' hosts and ports (discovery/scope.py),
+    # which their host keys carry: one entry per seed host, not per seed (a crawl seeded with
+    # 200,000 URLs kept ~95 bytes per URL in this set).
+    seeds = {cand.host_key for cand in candidates if cand.source == "seed"}
+    if seeds:
         frontier.client.sadd(f"{frontier.namespace}:seeds", *seeds)
     cap = frontier.limits.max_pages_per_host
     head = (num(now), -1 if cap is None else cap, frontier.limits.max_in_flight_per_host)

@@ -358,7 +358,8 @@ class RedisFrontier(ScriptRunner):
     def fetched_pages(self) -> int:
         return self._sum_counter("fetched")
 
-    def seed_urls(self) -> list[str]:
+    def scope_seeds(self) -> list[str]:
+        """The seeds' host keys (a frontier written before they were, its seed URLs)."""
         return sorted(self.client.smembers(f"{self.namespace}:seeds"))
 
     # -- composed parts: host tokens outside leases (tokens.py), host notes (notes.py) --------

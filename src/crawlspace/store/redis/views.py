@@ -233,7 +233,7 @@ def frontier_stats(frontier: RedisFrontier) -> dict[str, Any]:
             for name, n in sorted(client.hgetall(f"{{{ns}:budget}}:st").items())
             if name in ("pages", "bytes")
         },
-        "seeds": int(client.scard(f"{ns}:seeds")),
+        "seed_hosts": int(client.scard(f"{ns}:seeds")),
         # Worker epochs taken so far: one per worker (or seed) process ever started.
         "epochs": int(client.get(f"{ns}:epoch") or 0),
         # Completions whose links' replication was not confirmed in time (store/redis/wait.py).

@@ -355,7 +355,7 @@ class SqliteStore(RecordsDelegate):
         row = self._db.execute("SELECT COUNT(*) FROM hosts WHERE ready_at <= ?", (now,)).fetchone()
         return int(row[0])
 
-    def seed_urls(self) -> list[str]:
+    def scope_seeds(self) -> list[str]:
         return [
             str(row[0]) for row in self._db.execute("SELECT url FROM urls WHERE source = 'seed'")
         ]
