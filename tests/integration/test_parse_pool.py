@@ -173,3 +173,29 @@ def test_jobs_larger_than_the_socket_buffer_arrive_whole_and_in_order() -> None:
         pool.close()
     assert answers[0::2] == [_digest(data) for data in big]
     assert [value for value, _ in answers[1::2]] == [1, 3, 5]  # type: ignore[misc]
+
+
+class _Unbuildable(Exception):
+    """Pickles, but cannot be rebuilt: its __init__ wants two arguments, args holds one."""
+
+    def __init__(self, first: str, second: str) -> None:
+        super().__init__(f"{first} {second}")
+
+
+def _raise_unbuildable() -> None:
+    raise _Unbuildable("a", "b")
+
+
+def test_an_answer_that_cannot_be_rebuilt_fails_its_job_and_the_next_goes_on() -> None:
+    pool = ParsePool(1, None)
+
+    async def go() -> tuple[int, int]:
+        with pytest.raises(RuntimeError, match="unreadable"):
+            await asyncio.wait_for(pool.run(_raise_unbuildable), 30)
+        return await asyncio.wait_for(pool.run(functools.partial(_echo, 9)), 30)
+
+    try:
+        value, _ = asyncio.run(go())
+    finally:
+        pool.close()
+    assert value == 9

@@ -117,9 +117,13 @@ class _Channel:
             end = FRAME.size + FRAME.unpack_from(received)[0]
             if len(received) < end:
                 return
-            ok, value = pickle.loads(received[FRAME.size : end])
+            frame = received[FRAME.size : end]
             del received[:end]
             future = self.waiting.popleft()
+            try:
+                ok, value = pickle.loads(frame)
+            except Exception as exc:  # an answer that cannot be rebuilt here fails its job only
+                ok, value = False, RuntimeError(f"parse job answer unreadable: {exc!r}")
             if future.done():  # its task was cancelled: the answer has no taker
                 continue
             if ok:
