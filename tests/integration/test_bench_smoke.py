@@ -161,3 +161,37 @@ def test_small_enqueue_cost_benchmark_checks_and_prints_every_layout(tmp_path: P
         "base-50-6000-600.db",
         "base-50-6000-600.queue-table.db",
     ]
+
+
+PAIR_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "pair_trees.py"
+
+
+def test_pair_trees_runs_both_sides_and_prints_the_ratio() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(PAIR_SCRIPT),
+            "--base",
+            "HEAD",
+            "--generated",
+            "--no-install",
+            "--pairs",
+            "1",
+            "--max-pages",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    sides = {line.split("|")[1].strip(): line for line in rows}
+    assert {"A", "B", "B / A"} <= set(sides)
+    for side in ("A", "B"):
+        cells = [c.strip() for c in sides[side].strip("|").split("|")]
+        assert cells[2] == "1"  # one run each
+        assert int(cells[3].replace(",", "")) > 0  # it fetched pages
+    assert "A (HEAD) run 1" in done.stderr
+    assert "B (working tree) run 1" in done.stderr
