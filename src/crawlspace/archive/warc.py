@@ -80,7 +80,6 @@ class WarcWriter:
         self.max_bytes = max_bytes
         self.software = software
         self.operator_info = dict(operator_info or {})
-        self.compress_level = compress_level
         self.fsync = fsync
         self.hostname = hostname if hostname is not None else socket.gethostname()
         self._clock = clock or time.time
