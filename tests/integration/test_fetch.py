@@ -374,6 +374,19 @@ async def test_ipv6_literal_blocked_before_connecting() -> None:
         await _fetch(config, FetchRequest("http://[::1]:9/"))
 
 
+async def test_a_cancelled_fetch_leaves_the_transport_usable(server: RawServer) -> None:
+    transport = AiohttpTransport(fetch_settings(_config(server)))
+    try:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(transport.fetch(FetchRequest(server.url("/drip"))), 0.3)
+        resp = await transport.fetch(FetchRequest(server.url("/plain")))
+    finally:
+        await transport.close()
+    assert resp.status == 200
+    assert resp.body == b"hello"
+    assert server.connections == 2  # the cut connection was not reused
+
+
 class FakeLookup:
     """Counts lookups; answers from a table, raises gaierror for unknown names."""
 

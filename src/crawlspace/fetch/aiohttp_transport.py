@@ -30,10 +30,10 @@ from crawlspace.errors import (
     FetchTimeoutError,
     ProtocolError,
 )
-from crawlspace.fetch.decoding import DecodeError, Decoder, decoder_for
+from crawlspace.fetch.body import BodyReader, ReadBody
 from crawlspace.fetch.dns import CachingResolver
 from crawlspace.fetch.settings import FetchSettings
-from crawlspace.fetch.transport import FetchRequest, FetchResponse, TruncatedReason
+from crawlspace.fetch.transport import FetchRequest, FetchResponse
 
 ACCEPT_ENCODING: Final = "gzip, deflate, br"
 
@@ -251,38 +251,15 @@ class AiohttpTransport:
         except aiohttp.ClientError as exc:
             raise ProtocolError(f"{request.url}: {exc!r}") from exc
 
-    async def _read_body(
-        self, resp: aiohttp.ClientResponse, request: FetchRequest
-    ) -> tuple[bytes, bytes, TruncatedReason | None, str | None]:
+    async def _read_body(self, resp: aiohttp.ClientResponse, request: FetchRequest) -> ReadBody:
         """Read at most the caps; returns (raw, decoded, truncated_reason, decode_error)."""
-        max_raw = request.max_body_bytes or self._config.max_body_bytes
-        max_decoded = request.max_decompressed_bytes or self._config.max_decompressed_bytes
-        decode_error: str | None = None
-        decoder: Decoder | None = None
-        try:
-            decoder = decoder_for(resp.headers.get("Content-Encoding", ""))
-        except DecodeError as exc:
-            decode_error = str(exc)
-        raw = bytearray()
-        decoded = bytearray()
-        truncated: TruncatedReason | None = None
+        reader = BodyReader(
+            resp.headers.get("Content-Encoding", ""),
+            request.max_body_bytes or self._config.max_body_bytes,
+            request.max_decompressed_bytes or self._config.max_decompressed_bytes,
+        )
         async for chunk in resp.content.iter_any():
-            room = max_raw - len(raw)
-            data = chunk
-            if len(chunk) > room:
-                data, truncated = chunk[:room], "max_body_bytes"
-            raw += data
-            if decoder is not None and decode_error is None:
-                try:
-                    for piece in decoder.feed(data):
-                        decoded += piece
-                        if len(decoded) > max_decoded:
-                            del decoded[max_decoded:]
-                            truncated = "max_decompressed_bytes"
-                            break
-                except DecodeError as exc:
-                    decode_error = str(exc)
-            if truncated is not None:
+            if not reader.feed(chunk):
                 # The rest of the body is unread; the connection cannot be reused. Its socket
                 # is closed on the event loop's next turn: let that happen before the exchange
                 # is said to have ended, or the host's politeness gap would start before the
@@ -290,14 +267,7 @@ class AiohttpTransport:
                 resp.close()
                 await asyncio.sleep(0)
                 break
-        wire = bytes(raw)
-        if decoder is None:
-            return wire, wire, truncated, decode_error
-        if decode_error is None and truncated is None and raw and not decoder.finished():
-            decode_error = "encoded body ends before the end of its compressed stream"
-        if decode_error is not None and not decoded:
-            return wire, wire, truncated, decode_error
-        return wire, bytes(decoded), truncated, decode_error
+        return reader.result()
 
 
 __all__ = ["ACCEPT_ENCODING", "AiohttpTransport"]
