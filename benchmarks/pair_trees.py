@@ -4,8 +4,9 @@ the per-page path needs (benchmarks/README.md).
     python benchmarks/pair_trees.py --base REV [--head REV] [--corpus postgres] [--pairs 3]
 
 Checks ``--base`` (and ``--head``, else the working tree this script is in) out into temporary
-git worktrees, serves the corpus once (crawl_vs_scrapy.py's server and settings), and crawls it
-with each tree in turn, A B A B ..., each run a fresh ``crawlspace crawl`` subprocess with
+git worktrees (their compiled helpers built in place), serves the corpus once
+(crawl_vs_scrapy.py's server and settings), and crawls it with each tree in turn, A B A B ...,
+each run a fresh ``crawlspace crawl`` subprocess with
 ``PYTHONPATH=<tree>/src``, measured as crawl_vs_scrapy.py measures (``os.wait4``: wall and CPU of
 the whole process tree, start-up included; peak RSS and PSS over the tree). Alternating keeps a
 machine that slows down or speeds up during the session from favouring one side. Prints each
@@ -41,10 +42,24 @@ def worktree(rev: str, parent: Path) -> Iterator[Path]:
         ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(path), rev], check=True
     )
     try:
+        build_helpers(path)
         yield path
     finally:
         subprocess.run(
             ["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)], check=False
+        )
+
+
+def build_helpers(tree: Path) -> None:
+    """A tree's compiled helpers (setup.py), built in place, as ``pip install -e`` builds them
+    in a checkout: the crawl imports ``<tree>/src`` and must run the code it would run there."""
+    if (tree / "setup.py").exists():
+        subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=tree,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
 
 

@@ -55,9 +55,10 @@ revisit_initial_interval = 1.0
 NAMES = ["docs", "dups", "trap", "news"]
 
 
-def article(path: str, links: list[str]) -> Response:
-    """A page of its own words (no two pages of the web are near duplicates by chance)."""
-    words = " ".join(_article(zlib.crc32(path.encode())))
+def article(path: str, links: list[str], site: str = "") -> Response:
+    """A page of its own words (no two pages of the web are near duplicates by chance: the
+    words are drawn from the site and the path, so two sites' home pages differ too)."""
+    words = " ".join(_article(zlib.crc32((site + path).encode())))
     anchors = "".join(f'<a href="{href}">{href}</a>' for href in links)
     return html(f"<html><body><p>{words}</p>{anchors}</body></html>")
 
@@ -92,7 +93,7 @@ def trap_pages(path_qs: str) -> Response | None:
         links = [f"{path_qs}&{facet}=x" for facet in ("size", "brand", "fit")]
     else:
         return None
-    return article(path_qs, links)
+    return article(path_qs, links, site="trap")
 
 
 def news_site(news: ChangingPage) -> Site:

@@ -12,14 +12,18 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crawlspace.dedup import simhash as simhash_module
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.dedup.simhash import (
     _WORD,
+    NATIVE,
     _majority_bits,
     _shingle_hashes,
     hamming,
+    python_simhash_and_sketch,
     simhash64,
+    simhash_and_sketch,
     to_signed,
     to_unsigned,
 )
@@ -211,10 +215,10 @@ def test_shingle_hashes_hash_each_word_as_its_own_utf8(text: str) -> None:
     if not words:
         return
     encoded = [w.encode("utf-8", "surrogatepass") for w in words]
-    expected = [xxhash.xxh3_64_intdigest(e) for e in encoded]
+    expected = [xxhash.xxh64_intdigest(e) for e in encoded]
     if len(encoded) >= 2:
         pairs = zip(encoded[1:], expected[:-1], strict=True)
-        expected = [xxhash.xxh3_64_intdigest(e, h) for e, h in pairs]
+        expected = [xxhash.xxh64_intdigest(e, h) for e, h in pairs]
     assert _shingle_hashes(words, 2) == expected
 
 
@@ -225,6 +229,41 @@ def test_shingle_hashes_depend_on_word_order_and_count_every_occurrence() -> Non
     ab, ba = _shingle_hashes(["a", "b", "a"], 2)
     assert ab != ba
     assert _shingle_hashes(["a", "b"], 2) == [ab]
+
+
+native = pytest.mark.skipif(
+    not NATIVE, reason="the compiled helper was not built (no C compiler): Python computes all"
+)
+# Words of many scripts, separators of several kinds, digits, underscores, a lone surrogate.
+_ALPHABET = "ab _-.,\u00e9\u00df\u0130\u03a3\u4e2d\u0660\u00a0\u2014\U0001f600\ud800"
+_MIXED = st.text(st.sampled_from(list(_ALPHABET)), max_size=400)
+
+
+@native
+@given(st.binary(max_size=100), st.integers(0, (1 << 64) - 1))
+def test_the_helpers_xxh64_is_xxh64(data: bytes, seed: int) -> None:
+    assert simhash_module._shingles is not None
+    assert simhash_module._shingles.xxh64(data, seed) == xxhash.xxh64_intdigest(data, seed)
+
+
+@native
+@settings(max_examples=300)
+@given(st.one_of(st.text(max_size=300), _MIXED))
+def test_the_compiled_helper_computes_the_python_fingerprints(text: str) -> None:
+    assert simhash_and_sketch(text) == python_simhash_and_sketch(text)
+    for shingle in (1, 3):
+        assert simhash_and_sketch(text, shingle) == python_simhash_and_sketch(text, shingle)
+
+
+@native
+def test_the_compiled_helper_on_long_texts_and_repeats() -> None:
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(300)]
+    for words in (50, 257, 2000, 20000):  # below and above the sketch's 4K, the 255-hash batches
+        text = " ".join(rng.choice(vocabulary) for _ in range(words))
+        assert simhash_and_sketch(text) == python_simhash_and_sketch(text)
+    repeated = "same words " * 5000  # few distinct pairs among many: the full-sort fallback
+    assert simhash_and_sketch(repeated) == python_simhash_and_sketch(repeated)
 
 
 def test_simhash_edge_cases() -> None:

@@ -6,15 +6,19 @@ total weight of features whose 64-bit hash has bit i set exceeds half of all wei
 few words flips few bits, so near-identical texts have a small Hamming distance.
 
 Hashes must be stable across processes and Python versions (``hash()`` is not): each word is
-hashed once with XXH3-64, and a shingle's hash is XXH3-64 of its last word seeded with the hash
-of the words before it. The vote over every shingle occurrence (the same as weighting distinct
-shingles by their count) counts bits with big-integer popcounts: the hashes packed little-endian,
-each byte column read as one integer, masked per bit and ``bit_count``-ed. That is C-speed work
-without numpy, whose 16 MB import every parse worker process would otherwise carry (the crawl's
-peak memory is summed over its processes); it is as fast as the earlier numpy version on
-python3.11-doc pages (benchmarks/README.md, "Dedup"). ``SCHEME`` names the hash recipe:
-fingerprints of another scheme are not comparable (store/sqlite/dedup.py keeps them out of the
-near-duplicate index).
+hashed once with XXH64, and a shingle's hash is XXH64 of its last word seeded with the hash of
+the words before it. ``SCHEME`` names the hash recipe: fingerprints of another scheme are not
+comparable (store/sqlite/dedup.py keeps them out of the near-duplicate index).
+
+Two implementations compute the same bits: ``_shingles.c``, the compiled helper (setup.py builds
+it wherever a C compiler is found: a pass over the text with no Python object per word, ~10x
+faster, benchmarks/README.md "Near the limit"), and the Python below, used without it and as the
+reference the tests hold the C to. The Python vote over every shingle occurrence (the same as
+weighting distinct shingles by their count) counts bits with big-integer popcounts: the hashes
+packed little-endian, each byte column read as one integer, masked per bit and ``bit_count``-ed,
+C-speed work without numpy, whose 16 MB import every parse worker process would otherwise carry.
+XXH64 rather than the XXH3 of the scheme before: its specification is short enough to implement
+in the helper, and through the xxhash package both cost the same per call.
 """
 
 from __future__ import annotations
@@ -22,11 +26,20 @@ from __future__ import annotations
 import re
 import sys
 from array import array
+from types import ModuleType
 from typing import Final
 
 import xxhash
 
-from crawlspace.dedup.sketch import Sketch, sketch_of
+from crawlspace.dedup.sketch import K, Sketch, sketch_of
+
+_shingles: ModuleType | None
+try:
+    from crawlspace.dedup import _shingles  # the compiled helper (setup.py)
+except ImportError:  # built without a C compiler: the Python below
+    _shingles = None
+
+NATIVE: Final = _shingles is not None
 
 __all__ = [
     "SCHEME",
@@ -38,25 +51,25 @@ __all__ = [
     "to_unsigned",
 ]
 
-SCHEME: Final = "xxh3-seeded-v3"
+SCHEME: Final = "xxh64-seeded-v4"
 SHINGLE: Final = 2  # bigrams: see benchmarks/simhash_bench.py for recall by shingle size
 _WORD: Final = re.compile(r"\w+")
 _MASK64: Final = (1 << 64) - 1
-_XXH3: Final = xxhash.xxh3_64_intdigest
+_XXH64: Final = xxhash.xxh64_intdigest
 _BIT_BYTES: Final = tuple(bytes([1 << bit]) for bit in range(8))
 
 
 def _shingle_hashes(words: list[str], shingle: int) -> list[int]:
     """One 64-bit hash per shingle occurrence (per word when there are fewer words than a
-    shingle): word i's XXH3 seeded with the hash of the shingle's earlier words."""
+    shingle): word i's XXH64 seeded with the hash of the shingle's earlier words."""
     # One encode of the joined words, split back apart: 4x cheaper than an encode per word
     # (words are runs of \w, so they never contain NUL).
     encoded = "\0".join(words).encode("utf-8", "surrogatepass").split(b"\0")
-    hashes = list(map(_XXH3, encoded))
+    hashes = list(map(_XXH64, encoded))
     if len(encoded) < shingle:
         return hashes
     for i in range(1, shingle):
-        hashes = list(map(_XXH3, encoded[i:], hashes))
+        hashes = list(map(_XXH64, encoded[i:], hashes))
     return hashes
 
 
@@ -84,6 +97,8 @@ def _majority_bits(hashes: list[int], raw: bytes | None = None) -> int:
 
 def simhash64(text: str, shingle: int = SHINGLE) -> int:
     """The unsigned 64-bit simhash of ``text``; 0 for text without words."""
+    if _shingles is not None:
+        return int(_shingles.simhash_sketch(text.lower(), shingle, 0)[0])
     words = _WORD.findall(text.lower())
     if not words:
         return 0
@@ -92,6 +107,14 @@ def simhash64(text: str, shingle: int = SHINGLE) -> int:
 
 def simhash_and_sketch(text: str, shingle: int = SHINGLE) -> tuple[int, Sketch]:
     """The simhash and the bottom-k sketch (dedup/sketch.py) of ``text``, shingled once."""
+    if _shingles is not None:
+        simhash, smallest, size = _shingles.simhash_sketch(text.lower(), shingle, K)
+        return simhash, Sketch(smallest, size)
+    return python_simhash_and_sketch(text, shingle)
+
+
+def python_simhash_and_sketch(text: str, shingle: int = SHINGLE) -> tuple[int, Sketch]:
+    """``simhash_and_sketch`` without the compiled helper: the reference it is tested against."""
     words = _WORD.findall(text.lower())
     if not words:
         return 0, sketch_of(())

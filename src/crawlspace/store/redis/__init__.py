@@ -37,5 +37,5 @@ the seeds' host keys),
 ``{ns:idx}:ready:F`` (one per front band), ``:leases``, ``:due``, ``:ver`` (index.py), the
 crawl-wide page and byte budgets ``{ns:budget}:*`` (lua/budget.lua), AOPIC's Lambda
 ``{ns:cash}:st`` (cash.py), and content claims and near-duplicate block tables spread over slots
-of their own, ``{ns:tN}:text`` and ``{ns:nN}:nd:<block>:<value>`` (content.py).
+of their own, ``{ns:tN}:text`` and ``{ns:nN}:nd:<scheme>:<block>:<value>`` (content.py).
 """

@@ -6,8 +6,10 @@ hash modulo the frontier's buckets, so claims spread over the cluster's slots. A
 ``HSETNX``; the value never changes afterwards, so reading it back needs no script.
 
 Near (Manku, Jain, Das Sarma, WWW 2007, §3): the k+1 block tables of ``dedup/near_index.py``,
-one Redis set per (block, value), ``{ns:nN}:nd:<block>:<value>``, each member
-"<fingerprint hex>:<cluster url id>:<url id>". Two fingerprints within k bits agree on a whole
+one Redis set per (block, value), ``{ns:nN}:nd:<scheme>:<block>:<value>``, each member
+"<fingerprint hex>:<cluster url id>:<url id>". The simhash scheme (dedup/simhash.py) is in the
+key: fingerprints of another recipe, written by an older version of a worker, are never compared
+with this one's. Two fingerprints within k bits agree on a whole
 block, so a query reads k+1 sets (one pipelined round trip) and compares their members here; the
 new fingerprint is then added to the same k+1 sets. Two near duplicates fetched at the same
 moment by two workers may both start a cluster: the verdict is a heuristic that lowers
@@ -21,6 +23,7 @@ import zlib
 from typing import TYPE_CHECKING
 
 from crawlspace.dedup.near_index import blocks
+from crawlspace.dedup.simhash import SCHEME as SIMHASH_SCHEME
 
 if TYPE_CHECKING:
     from crawlspace.store.redis.frontier import RedisFrontier
@@ -52,7 +55,7 @@ class RedisContentIndex:
         keys = []
         for i, (shift, mask) in enumerate(self._blocks):
             value = f"{i}:{(simhash >> shift) & mask:x}"
-            keys.append(f"{self._tag('n', value)}:nd:{value}")
+            keys.append(f"{self._tag('n', value)}:nd:{SIMHASH_SCHEME}:{value}")
         best: tuple[int, int] | None = None  # (distance, cluster)
         for members in self._read(keys):
             for member in members:
