@@ -1,7 +1,9 @@
-"""The one compiled helper (src/crawlspace/dedup/_shingles.c); everything else is pyproject.toml.
+"""The compiled helpers; everything else is pyproject.toml.
 
-Optional: where no C compiler is found the build goes on without it, and dedup/simhash.py computes
-the same fingerprints in Python (slower: benchmarks/README.md, "Near the limit").
+Each is optional: where no C compiler is found the build goes on without it, and its Python twin
+computes the same answers (slower: benchmarks/README.md, "Near the limit"):
+dedup/_shingles.c for dedup/simhash.py's fingerprints, parse/_nesting.c for parse/html.py's
+nesting scan.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +15,12 @@ setup(
             ["src/crawlspace/dedup/_shingles.c"],
             optional=True,
             extra_compile_args=["-O3"],
-        )
+        ),
+        Extension(
+            "crawlspace.parse._nesting",
+            ["src/crawlspace/parse/_nesting.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        ),
     ]
 )

@@ -8,12 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crawlspace.parse import html as html_module
 from crawlspace.parse.directives import RobotsDirectives
 from crawlspace.parse.html import (
     HtmlPage,
     RawLink,
     extract,
     nesting_cut,
+    python_nesting_cut,
 )
 
 PAGE = "http://example.com/dir/page.html"
@@ -346,3 +348,93 @@ def test_a_deep_page_under_the_tag_count_bound_parses_whole() -> None:
     body = "<div>" * 14_000 + "<a href=/end>end</a>"
     assert nesting_cut(body) is None
     assert [link.href for link in parse(body).links] == ["/end"]
+
+
+# -- the compiled nesting scan against its Python twin -----------------------------------------
+
+compiled = pytest.mark.skipif(
+    html_module._nesting is None,
+    reason="the compiled helper was not built (no C compiler): Python scans alone",
+)
+_TAG_SOUP = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "<div>",
+                "</div>",
+                "<b>",
+                "</b>",
+                "<br>",
+                "<img src=x>",
+                "</ ",
+                "<",
+                "</",
+                "<<p>",
+                "<ABCDEFGHIJKLMN>",
+                "</abcdefghijz>",
+                "<td>",
+                "</tr>",
+                "<9>",
+                "<a1b2>",
+                "</A1B2>",
+                "<p",
+                "x",
+                " ",
+                "\u00e9",
+                "<\u00e9>",
+                "</>",
+                "<!-- c -->",
+                "<input>",
+                "</input>",
+            ]
+        ),
+        st.text(alphabet="<>/abdivBDIV0 \u00e9", max_size=6),
+    ),
+    max_size=80,
+)
+
+
+@compiled
+@settings(max_examples=500, deadline=None)
+@given(_TAG_SOUP, st.integers(0, 400))
+def test_the_compiled_nesting_scan_cuts_where_python_does(parts: list[str], budget: int) -> None:
+    html = "".join(parts)
+    assert html_module._nesting is not None
+    assert html_module._nesting.nesting_cut(html, budget) == python_nesting_cut(html, budget)
+
+
+@compiled
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<abcdefghix>" * 3 + "</abcdefghiy>" + "<b>" * 5,  # names differ in their 10th letter
+        "<abcdefghijk>" * 3 + "</abcdefghijz>" + "<b>" * 5,  # ... and agree in their first 10
+        "<DIV>" * 4 + "</div>" + "<div>" * 4,  # names are lower-cased
+        "<br><br><img>" * 6 + "<p>" * 6,  # void elements open nothing
+        "</div>" * 5 + "<div>" * 6,  # closing what is not open changes nothing
+        "<x><y><z>" * 3 + "</y>" + "<q>" * 6,  # an end tag closes all opened after its name
+        "<</a><a/><a1>b</a 1>" * 4 + "<i>" * 6,
+    ],
+)
+def test_the_compiled_nesting_scan_on_the_rules_edges(html: str) -> None:
+    assert html_module._nesting is not None
+    for budget in range(60):
+        assert html_module._nesting.nesting_cut(html, budget) == python_nesting_cut(html, budget)
+
+
+@compiled
+def test_the_compiled_nesting_scan_on_large_documents() -> None:
+    cases = [
+        "<div></b>" * 20_000,
+        "<div></ " * 30_000,
+        "<table>" + "<tr><td><b>x</b><i>y</td></tr>" * 40_000 + "</table>",
+        "<div>" * 14_000 + "<a href=/end>end</a>",
+        "".join(f"<t{i % 5000}>" for i in range(20_000)) + "</t7>" * 100,  # many names
+    ]
+    for html in cases:
+        assert nesting_cut(html) == python_nesting_cut(html)
+        for budget in (1_000, 1_000_000):
+            assert html_module._nesting is not None
+            assert html_module._nesting.nesting_cut(html, budget) == python_nesting_cut(
+                html, budget
+            )

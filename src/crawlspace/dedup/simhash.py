@@ -26,18 +26,16 @@ from __future__ import annotations
 import re
 import sys
 from array import array
-from types import ModuleType
 from typing import Final
 
 import xxhash
 
 from crawlspace.dedup.sketch import K, Sketch, sketch_of
 
-_shingles: ModuleType | None
 try:
     from crawlspace.dedup import _shingles  # the compiled helper (setup.py)
 except ImportError:  # built without a C compiler: the Python below
-    _shingles = None
+    _shingles = None  # type: ignore[assignment]
 
 NATIVE: Final = _shingles is not None
 

@@ -121,6 +121,10 @@ def _decode(body: bytes, content_type: str | None) -> tuple[str, str]:
 # ~5 s. We estimate that sum with a cheap tag scan and cut the document where it exceeds this
 # budget (~0.3 s of parsing). Real pages are far below it: 300k tags at depth 30 is 9M.
 _MAX_NESTING_WORK: Final = 100_000_000
+try:
+    from crawlspace.parse import _nesting  # the compiled helper (setup.py)
+except ImportError:  # built without a C compiler: python_nesting_cut
+    _nesting = None  # type: ignore[assignment]
 # Below this size the worst case is already cheap (a few thousand tags), so skip the scan.
 _SCAN_MIN_CHARS: Final = 64 * 1024
 _TAG_RE: Final = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]{0,9})")
@@ -131,7 +135,16 @@ _VOID_TAGS: Final = frozenset(
 
 
 def nesting_cut(html: str) -> int | None:
-    """Where to cut ``html`` so that parsing stays within the nesting budget (None: no cut).
+    """Where to cut ``html`` so that parsing stays within the nesting budget (None: no cut):
+    the compiled helper's answer (_nesting.c, built by setup.py where a C compiler is found),
+    else ``python_nesting_cut``'s, the same to the character."""
+    if _nesting is not None:
+        return _nesting.nesting_cut(html, _MAX_NESTING_WORK)
+    return python_nesting_cut(html)
+
+
+def python_nesting_cut(html: str, budget: int = _MAX_NESTING_WORK) -> int | None:
+    """``nesting_cut`` in Python: the reference the compiled helper is tested against.
 
     The work is the sum, over tags, of the depth of open elements after each. An end tag closes
     only an element of its name that is open (and those opened after it), as in the parser's
@@ -153,7 +166,7 @@ def nesting_cut(html: str) -> int | None:
             stack.append(name)
             open_names[name] = open_names.get(name, 0) + 1
         work += len(stack)
-        if work > _MAX_NESTING_WORK:
+        if work > budget:
             return next(islice(_TAG_RE.finditer(html), index, None)).start()
     return None
 
