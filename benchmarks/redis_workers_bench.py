@@ -12,7 +12,9 @@ in-flight fetches finish; kept so figures compare with runs from before ``crawls
 
 Per run: pages = fetch rows in the workers' ``crawl.db`` files, wall = first worker started ->
 last worker exited (process start-up included), CPU and peak RSS from ``os.wait4`` per worker,
-Redis CPU from ``INFO cpu``. Runs interleave the worker counts (1, 2, 4, 1, 2, 4, ...); the table
+Redis CPU from ``INFO cpu``, and Redis server time per page from ``INFO commandstats`` (every
+command's execution time, and the frontier's scripts' alone: lease, complete, admissions).
+Runs interleave the worker counts (1, 2, 4, 1, 2, 4, ...); the table
 shows medians. Prints one Markdown table.
 
 Run: python benchmarks/redis_workers_bench.py [--runs 1] [--workers 1,2,4] [--max-pages 1500]
@@ -67,6 +69,8 @@ class RunResult:
     distinct: int
     usage: tuple[WorkerUsage, ...]
     redis_cpu: float
+    redis_usec: float  # server time of every command (INFO commandstats), all nodes
+    script_usec: float  # ... of the frontier's scripts alone (EVALSHA)
     capped: bool  # stopped by the page cap (SIGTERM), not by a drained frontier
     load: float  # 1-minute load average at the end: other work on this machine shows here
 
@@ -81,6 +85,14 @@ class RunResult:
     @property
     def redis_cpu_per_1000(self) -> float:
         return 1000 * self.redis_cpu / self.pages if self.pages else float("nan")
+
+    @property
+    def redis_usec_per_page(self) -> float:
+        return self.redis_usec / self.pages if self.pages else float("nan")
+
+    @property
+    def script_usec_per_page(self) -> float:
+        return self.script_usec / self.pages if self.pages else float("nan")
 
     @property
     def peak_rss_mb(self) -> float:
@@ -104,6 +116,22 @@ def redis_cpu(deployment: RedisDeployment) -> float:
         client.close()
         total += float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
     return total
+
+
+def redis_usec(deployment: RedisDeployment) -> tuple[float, float]:
+    """(every command, the scripts alone): microseconds of server time so far, summed over every
+    node (``INFO commandstats``: time spent executing, network and queueing excluded)."""
+    total = scripts = 0.0
+    for node in deployment.nodes:
+        client = connect(f"redis://127.0.0.1:{node.port}/0")
+        stats = client.info("commandstats")
+        client.close()
+        for name, entry in stats.items():
+            usec = float(entry.get("usec", 0))
+            total += usec
+            if name in ("cmdstat_evalsha", "cmdstat_eval"):
+                scripts += usec
+    return total, scripts
 
 
 def fetched(out_dirs: list[Path]) -> tuple[int, int]:
@@ -204,6 +232,7 @@ def run_once(
         for out in outs
     ]
     cpu_before = redis_cpu(deployment)
+    usec_before = redis_usec(deployment)
     start = time.perf_counter()
     group = WorkerGroup(commands, [work / f"w{i}.log" for i in range(n)])
     try:
@@ -216,6 +245,7 @@ def run_once(
             group.reap(block=True)
         counter.close()
     redis_seconds = redis_cpu(deployment) - cpu_before
+    usec_after = redis_usec(deployment)
     for i, proc in enumerate(group.procs.values()):
         if proc.returncode != 0:
             tail = (work / f"w{i}.log").read_text(errors="replace")[-2000:]
@@ -229,6 +259,8 @@ def run_once(
         distinct=distinct,
         usage=tuple(group.usage[pid] for pid in group.procs),
         redis_cpu=redis_seconds,
+        redis_usec=usec_after[0] - usec_before[0],
+        script_usec=usec_after[1] - usec_before[1],
         capped=reached_cap or signalled,
         load=os.getloadavg()[0],
     )
@@ -241,8 +273,9 @@ def start_redis(directory: Path, cluster: bool) -> RedisDeployment:
 def table(results: list[RunResult], counts: list[int]) -> list[str]:
     rows = [
         "| workers | runs | pages (median) | pages/s | scaling vs 1 | CPU s / 1,000 pages"
-        " | Redis CPU s / 1,000 pages | peak RSS MB / worker | start-up s | repeat fetches |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | Redis CPU s / 1,000 pages | Redis server µs / page (scripts)"
+        " | peak RSS MB / worker | start-up s | repeat fetches |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rates = {n: median([r.pages_per_s for r in results if r.workers == n]) for n in counts}
     base = rates.get(1)
@@ -254,6 +287,8 @@ def table(results: list[RunResult], counts: list[int]) -> list[str]:
             f"| {n} | {len(mine)} | {median([float(r.pages) for r in mine]):,.0f}"
             f" | {rates[n]:,.1f} | {scaling} | {median([r.cpu_per_1000 for r in mine]):.2f}"
             f" | {median([r.redis_cpu_per_1000 for r in mine]):.2f}"
+            f" | {median([r.redis_usec_per_page for r in mine]):,.0f}"
+            f" ({median([r.script_usec_per_page for r in mine]):,.0f})"
             f" | {median([r.peak_rss_mb for r in mine]):,.0f}"
             f" | {median([r.startup for r in mine]):.1f} | {repeats} |"
         )

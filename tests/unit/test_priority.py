@@ -3,6 +3,7 @@ crawl showing that AOPIC starves a trap, and path-ascending parents."""
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 
@@ -21,6 +22,7 @@ from crawlspace.frontier.priority import (
     lastmod_age_days,
     url_priority,
 )
+from crawlspace.records import UrlCandidate
 
 
 def test_depth_dominates_and_sitemap_priority_orders_within_a_depth() -> None:
@@ -176,3 +178,13 @@ def test_admit_ascending_adds_in_scope_parents_once() -> None:
     urls = [c.url for c in admission.candidates]
     assert urls == ["http://h.test/a/", "http://h.test/a/b/", "http://h.test/"]
     assert {c.source for c in admission.candidates[1:]} == {"ascend"}
+
+
+def test_a_candidate_at_another_priority_keeps_every_other_field() -> None:
+    # at_priority lists the fields itself (it is on the crawl loop's path): a field added to
+    # UrlCandidate and not to it would be lost here.
+    candidate = UrlCandidate(
+        "http://a.test/x", "http://a.test", 3, 40, 2, "sitemap", "2026-01-01", "daily", 0.8
+    )
+    assert candidate.at_priority(7) == dataclasses.replace(candidate, priority=7)
+    assert all(getattr(candidate, f.name) for f in dataclasses.fields(UrlCandidate))

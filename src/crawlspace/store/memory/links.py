@@ -5,7 +5,6 @@ engines apply next to their rows too); here they only meet the in-memory records
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -43,7 +42,7 @@ class LinkPolicy:
         if self._cash is None or not seeded:
             return list(candidates)
         priority = self._cash.price(self._cash.seed)
-        return [dataclasses.replace(c, priority=priority) for c in candidates]
+        return [c.at_priority(priority) for c in candidates]
 
     def endow(self, admitted: Admitted) -> None:
         """AOPIC, for URLs added directly (seeds, sitemaps): the seed cash, once."""
@@ -72,7 +71,7 @@ class LinkPolicy:
         url.priority = rule.price(0.0) - (REVISIT_BAND if url.priority < 0 else 0)
         share, to_lambda = rule.split(cash, len(links))
         priority = rule.price(share)
-        return [dataclasses.replace(c, priority=priority) for c in links], (share, to_lambda)
+        return [c.at_priority(priority) for c in links], (share, to_lambda)
 
     def after_page(
         self,

@@ -6,7 +6,6 @@ Every function runs inside the caller's transaction.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sqlite3
 import threading
@@ -310,7 +309,4 @@ def sink_links(links: Sequence[UrlCandidate], host_key: str, points: int) -> Seq
     """``links``, those on ``host_key`` ``points`` later in their queue (a judgement's sink)."""
     if not points:
         return links
-    return [
-        dataclasses.replace(c, priority=c.priority + points) if c.host_key == host_key else c
-        for c in links
-    ]
+    return [c.at_priority(c.priority + points) if c.host_key == host_key else c for c in links]
