@@ -55,8 +55,8 @@ def summarize(raw: Path, pages: int, top: int) -> list[str]:
             waiting += n
             continue
         total += n
-        process = frames[0]
-        role = "parse worker" if "spawn_main" in stack or "multiprocessing" in process else "loop"
+        worker = "crawlspace.crawl.parse_worker" in stack or "serve_jobs" in stack
+        role = "parse worker" if worker else "loop"
         per_process[role] += n
         per_leaf[leaf(frames[-1])] += n
     ms = 1000 / RATE / max(pages, 1)

@@ -109,7 +109,7 @@ def _children(pid: int) -> set[int]:
 
 def _is_parse_worker(pid: int) -> bool:
     try:
-        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"crawlspace.crawl.parse_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

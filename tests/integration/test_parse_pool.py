@@ -11,7 +11,10 @@ import gzip
 import hashlib
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +202,42 @@ def test_an_answer_that_cannot_be_rebuilt_fails_its_job_and_the_next_goes_on() -
     finally:
         pool.close()
     assert value == 9
+
+
+# A script as a library user writes one: no `if __name__ == "__main__":` guard, a processor of
+# its own. Its workers must start (a multiprocessing child re-imported the script and failed),
+# be the crawl process's only children (no resource-tracker process), and the script's own
+# processor must run in a thread, since no worker can import the script.
+_SCRIPT = """
+import asyncio, functools, os
+from pathlib import Path
+from crawlspace.crawl.parse_pool import ParsePool
+from crawlspace.crawl.stages import StagePools
+
+def my_processor(body, **kwargs):
+    return body
+
+pool = ParsePool(2, None)
+answer = asyncio.run(pool.run(functools.partial(os.getpid)))
+children = set()
+for task in Path(f"/proc/{os.getpid()}/task").glob("*"):
+    children.update(int(c) for c in (task / "children").read_text().split())
+print(answer in pool.pids, answer != os.getpid(), children == set(pool.pids))
+pool.close()
+stages = StagePools(1)
+print(stages._runs_in_process(my_processor), stages._runs_in_process(functools.partial))
+stages.close()
+"""
+
+
+def test_a_script_without_a_main_guard_starts_its_workers(tmp_path: Path) -> None:
+    if not Path("/proc/self/task").exists():
+        pytest.skip("needs /proc")
+    script = tmp_path / "my_crawl.py"
+    script.write_text(_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "False", "True"]
+    assert done.stderr == ""

@@ -87,15 +87,16 @@ def parse_and_admit(
     return ParsedPage(content, None, admission, records)
 
 
-def serve_jobs(channel: socket.socket, discovery: Discovery | None) -> None:
-    """A parse worker's life (crawl/parse_pool.py starts it): install the crawl's link admission,
-    then run each job the crawl sends, in order, and send back its answer, until the crawl
-    closes its end. The crawl killed with SIGKILL closes it too (the kernel does), so a worker
-    never outlives its crawl by more than the job it is running."""
+def serve_jobs(channel: socket.socket) -> None:
+    """A parse worker's life (crawl/parse_worker.py runs it): the first frame is the crawl's link
+    admission (a Discovery, or None to admit in the crawl loop), installed; then each job the
+    crawl sends is run, in order, and its answer sent back, until the crawl closes its end. The
+    crawl killed with SIGKILL closes it too (the kernel does), so a worker never outlives its
+    crawl by more than the job it is running."""
     global _worker_discovery  # noqa: PLW0603 -- one per worker process, set once at its start
-    _worker_discovery = discovery
     with channel:
         channel.setblocking(True)
+        _worker_discovery = _receive(channel)
         while (job := _receive(channel)) is not None:
             try:
                 answer: tuple[bool, object] = (True, job())

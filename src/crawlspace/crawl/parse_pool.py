@@ -9,24 +9,31 @@ and reads the answer when the socket is readable: no thread in between, one pick
 
 A worker runs its jobs one at a time in the order they were sent, so its answers come back in
 that order (a queue of futures per worker, no job ids). A worker that dies, or a pool whose
-workers could not start (a script that starts a crawl without an ``if __name__ ==
-"__main__":`` guard, which spawned workers cannot import), fails the jobs it holds with
-``WorkersGone``, and the pool takes no more.
+workers could not start, fails the jobs it holds with ``WorkersGone``, and the pool takes no
+more.
+
+The workers are plain interpreters (``python -m crawlspace.crawl.parse_worker FD``,
+parse_worker.py) given their socket as an inherited file descriptor, not multiprocessing
+children: those brought a resource-tracker process (12 MB of the crawl's memory) and re-imported
+the script that started the crawl, which failed in a script without a ``__main__`` guard. A
+worker imports what the crawl process can (it is given the crawl's ``sys.path``), but a job's
+function must live in a module, not in that script (stages.py keeps those in threads).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
+import os
 import pickle
 import socket
+import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable
-from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
-from crawlspace.crawl.parse_jobs import FRAME, serve_jobs
+from crawlspace.crawl.parse_jobs import FRAME
 from crawlspace.discovery.links import Discovery
 
 T = TypeVar("T")
@@ -140,29 +147,42 @@ class _Channel:
                 future.set_exception(WorkersGone("a parse worker process ended"))
 
 
+def _worker_environment() -> dict[str, str]:
+    """The crawl's environment with its ``sys.path`` as PYTHONPATH: a worker imports crawlspace,
+    and the modules a job's function lives in, from where the crawl does."""
+    paths = [os.path.abspath(p or os.curdir) for p in sys.path]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+
+
 class ParsePool:
-    """``workers`` spawned parse processes (started now: a spawned interpreter takes a second
-    or more to import the parser on a busy machine, time the crawl spends on robots.txt)."""
+    """``workers`` parse processes (started now: a new interpreter takes a second or more to
+    import the parser on a busy machine, time the crawl spends on robots.txt), each sent
+    ``discovery`` (the link admission it runs) as its first frame."""
 
     def __init__(self, workers: int, discovery: Discovery | None) -> None:
-        # spawn: a clean child, never a fork of a process that runs threads.
-        context = multiprocessing.get_context("spawn")
         self.gone = False
-        self._processes: list[BaseProcess] = []
+        self._processes: list[subprocess.Popen[bytes]] = []
         self._channels: list[_Channel] = []
+        setup = pickle.dumps(discovery, protocol=pickle.HIGHEST_PROTOCOL)
+        environment = _worker_environment()
         for _ in range(workers):
             ours, theirs = socket.socketpair()
-            process = context.Process(
-                target=serve_jobs, args=(theirs, discovery), name="crawlspace-parse", daemon=True
-            )
-            process.start()
-            theirs.close()  # the worker's copy is its own: our end's close is its EOF
+            with theirs:  # the worker's copy is its own: our end's close is its EOF
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "crawlspace.crawl.parse_worker", str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    env=environment,
+                )
+            # A small frame, sent before the channel goes non-blocking: the socket's buffer
+            # holds it until the worker reads it.
+            ours.sendall(FRAME.pack(len(setup)) + setup)
             self._processes.append(process)
             self._channels.append(_Channel(ours, self))
 
     @property
     def pids(self) -> list[int]:
-        return [process.pid for process in self._processes if process.pid is not None]
+        return [process.pid for process in self._processes]
 
     async def run(self, job: Callable[[], T]) -> T:
         """``job()`` on the least busy worker (``job`` and its answer picklable)."""
@@ -184,9 +204,14 @@ class ParsePool:
             with contextlib.suppress(OSError):
                 channel.sock.shutdown(socket.SHUT_WR)
         for process in self._processes:
-            process.join(EXIT_WAIT_SECONDS)
-            if process.is_alive():  # a job still running: a hostile page, say
+            try:
+                process.wait(EXIT_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:  # a job still running: a hostile page, say
                 process.terminate()
-                process.join(EXIT_WAIT_SECONDS)
+                try:
+                    process.wait(EXIT_WAIT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
         for channel in self._channels:
             channel.sock.close()

@@ -4,9 +4,10 @@ Parsing runs in worker *processes*: lexbor releases the GIL while it builds the 
 link and text walks that follow hold it, and a hostile 10 MiB page held the event loop for
 seconds when parsed in a thread (benchmarks/parse_worst_case.py). The processes are fed by the
 event loop itself (crawl/parse_pool.py). A processor that cannot be sent to another process (a
-closure, a lambda) runs in a thread instead. A parsed page's WARC records are built where it is
-parsed; other responses' on one thread (zlib releases the GIL); the loop appends them all, in
-order (a WARC file is one ordered stream).
+closure, a lambda, or a function of the script that started the crawl, its ``__main__``, which
+a worker does not import) runs in a thread instead. A parsed page's WARC records are built
+where it is parsed; other responses' on one thread (zlib releases the GIL); the loop appends
+them all, in order (a WARC file is one ordered stream).
 
 There is no unbounded queue anywhere: each lease holds its fetch slot until its parse and WARC
 write are done, so when these stages fall behind the dispatcher has no free slot and stops
@@ -41,6 +42,11 @@ def _picklable(fn: object) -> bool:
     return True
 
 
+def _importable_elsewhere(fn: object) -> bool:
+    """A function another process can find: pickled by reference and not of ``__main__``."""
+    return getattr(fn, "__module__", None) != "__main__" and _picklable(fn)
+
+
 class StagePools:
     def __init__(
         self, parse_workers: int, *, processes: bool = True, discovery: Discovery | None = None
@@ -63,7 +69,9 @@ class StagePools:
     def _runs_in_process(self, fn: Callable[..., Any]) -> bool:
         placed = self._in_process.get(fn)
         if placed is None:
-            placed = self._in_process[fn] = self._processes is not None and _picklable(fn)
+            placed = self._in_process[fn] = self._processes is not None and _importable_elsewhere(
+                fn
+            )
         return placed and self._processes is not None
 
     async def parse(self, call: functools.partial[T]) -> T:
@@ -73,8 +81,8 @@ class StagePools:
         try:
             return await self._processes.run(call)
         except WorkersGone:
-            # Typically a script that starts a crawl without an `if __name__ == "__main__":`
-            # guard, which spawned workers cannot import. Parsing in threads still works.
+            # A worker died (killed, out of memory) or could not start: parsing in threads
+            # still works.
             if self._processes is not None:  # ended in close(): its other jobs may be running
                 log.warning("parse worker processes unavailable; parsing in threads from now on")
                 self._processes = None
