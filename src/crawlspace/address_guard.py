@@ -12,7 +12,6 @@ the interpreter. ``is_global`` is still consulted last, as a backstop.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 from collections.abc import Sequence
 from typing import Final
@@ -81,11 +80,8 @@ _V4_NETS: Final = _compile(_V4_TABLE)
 _V6_NETS: Final = _compile(_V6_TABLE)
 
 
-@functools.lru_cache(maxsize=4096)
 def parse_ip(text: str) -> IPAddress | None:
-    """Parse an IP literal as it appears in a URL host or a getaddrinfo answer; None if not one.
-    Cached: every request asks about its host at least twice, and ``ipaddress`` parses in Python
-    (the addresses are immutable, so a cached one is as good as a new one)."""
+    """Parse an IP literal as it appears in a URL host or a getaddrinfo answer; None if not one."""
     text = text.strip("[]")
     # A zone id (fe80::1%eth0) names an interface, not part of the address.
     text = text.split("%", 1)[0]

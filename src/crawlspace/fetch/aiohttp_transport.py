@@ -110,7 +110,6 @@ class AiohttpTransport:
         self._guard = guard if guard is not None else AddressGuard(config.allow_nets)
         self._resolver = resolver or CachingResolver.from_settings(config, self._guard)
         self._session: aiohttp.ClientSession | None = None
-        self._last_checked: tuple[str, URL] | None = None
         self._timeout = aiohttp.ClientTimeout(
             total=None,  # enforced around the whole fetch, body included, in fetch()
             connect=None,  # would include waiting for a pool slot; DNS has its own timeout
@@ -181,16 +180,6 @@ class AiohttpTransport:
             _peer_slot.reset(token)
 
     def _checked_url(self, text: str) -> URL:
-        """``text`` parsed and checked (an IP literal against the guard). The last answer is
-        kept: a request's URL is checked by ``address_of`` and again by ``fetch``."""
-        last = self._last_checked
-        if last is not None and last[0] == text:
-            return last[1]
-        url = self._check_url(text)
-        self._last_checked = (text, url)
-        return url
-
-    def _check_url(self, text: str) -> URL:
         try:
             url = URL(text, encoded=True)  # the crawler already normalized it; send as is
         except ValueError as exc:
