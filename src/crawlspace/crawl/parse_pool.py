@@ -175,8 +175,10 @@ class ParsePool:
                     env=environment,
                 )
             # A small frame, sent before the channel goes non-blocking: the socket's buffer
-            # holds it until the worker reads it.
-            ours.sendall(FRAME.pack(len(setup)) + setup)
+            # holds it until the worker reads it. A worker already gone shows as its socket's
+            # end, as any dead worker does (WorkersGone), not as a crawl that cannot start.
+            with contextlib.suppress(OSError):
+                ours.sendall(FRAME.pack(len(setup)) + setup)
             self._processes.append(process)
             self._channels.append(_Channel(ours, self))
 
