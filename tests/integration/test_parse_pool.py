@@ -207,7 +207,7 @@ def test_an_answer_that_cannot_be_rebuilt_fails_its_job_and_the_next_goes_on() -
 # A script as a library user writes one: no `if __name__ == "__main__":` guard, a processor of
 # its own. Its workers must start (a multiprocessing child re-imported the script and failed),
 # be the crawl process's only children (no resource-tracker process), and the script's own
-# processor must run in a thread, since no worker can import the script.
+# processor must run in a thread, since no worker can import the script (wrapped in a partial too).
 _SCRIPT = """
 import asyncio, functools, os
 from pathlib import Path
@@ -226,6 +226,7 @@ print(answer in pool.pids, answer != os.getpid(), children == set(pool.pids))
 pool.close()
 stages = StagePools(1)
 print(stages._runs_in_process(my_processor), stages._runs_in_process(functools.partial))
+print(stages._runs_in_process(functools.partial(my_processor, url="x")))
 stages.close()
 """
 
@@ -239,5 +240,5 @@ def test_a_script_without_a_main_guard_starts_its_workers(tmp_path: Path) -> Non
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True", "True", "False", "True"]
+    assert done.stdout.split() == ["True", "True", "True", "False", "True", "False"]
     assert done.stderr == ""

@@ -34,17 +34,15 @@ T = TypeVar("T")
 log = logging.getLogger("crawlspace.crawl.stages")
 
 
-def _picklable(fn: object) -> bool:
+def _sendable(obj: object) -> bool:
+    """Whether a worker process can rebuild ``obj``: it pickles, and nothing in it refers to the
+    script that started the crawl (``__main__``), which a worker does not import (a processor
+    defined there, a URL filter of a Discovery, a partial of either)."""
     try:
-        pickle.dumps(fn)
+        data = pickle.dumps(obj)
     except (pickle.PicklingError, AttributeError, TypeError):
         return False
-    return True
-
-
-def _importable_elsewhere(fn: object) -> bool:
-    """A function another process can find: pickled by reference and not of ``__main__``."""
-    return getattr(fn, "__module__", None) != "__main__" and _picklable(fn)
+    return b"__main__" not in data
 
 
 class StagePools:
@@ -56,7 +54,7 @@ class StagePools:
         self._pool: ParsePool | None = None  # the processes started, ended by close()
         # Link admission runs in the workers too, given a Discovery they can receive (a URL
         # filter that is a closure or lambda keeps it in the crawl loop).
-        self.admits_in_workers = processes and discovery is not None and _picklable(discovery)
+        self.admits_in_workers = processes and discovery is not None and _sendable(discovery)
         self._discovery = discovery
         self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
@@ -69,9 +67,7 @@ class StagePools:
     def _runs_in_process(self, fn: Callable[..., Any]) -> bool:
         placed = self._in_process.get(fn)
         if placed is None:
-            placed = self._in_process[fn] = self._processes is not None and _importable_elsewhere(
-                fn
-            )
+            placed = self._in_process[fn] = self._processes is not None and _sendable(fn)
         return placed and self._processes is not None
 
     async def parse(self, call: functools.partial[T]) -> T:
