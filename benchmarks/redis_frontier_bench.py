@@ -33,12 +33,26 @@ from crawlspace.store.redis.frontier import RedisFrontier, connect
 CHUNK = 10_000
 
 
-def candidates(hosts: int, urls: int, source: str = "link") -> list[UrlCandidate]:
+def candidates(
+    hosts: int, urls: int, source: str = "link", shape: str = "short"
+) -> list[UrlCandidate]:
+    """``shape`` short: http://h7.example/p12 (~25 bytes); web: ~60-byte URLs, about the web's
+    typical length, e.g. https://docs.h7.example.org/en/latest/section-12/page-12.html."""
     out = []
     for i in range(urls):
-        host = f"http://h{i % hosts}.example"
-        out.append(UrlCandidate(f"{host}/p{i}", host, 1, 1, source=source))
+        if shape == "short":
+            host = f"http://h{i % hosts}.example"
+            url = f"{host}/p{i}"
+        else:
+            host = f"https://docs.h{i % hosts}.example.org"
+            url = f"{host}/en/latest/section-{i % 37}/page-{i}.html"
+        out.append(UrlCandidate(url, host, 1, 1, source=source))
     return out
+
+
+def _mean_length(args: argparse.Namespace) -> float:
+    sample = candidates(args.hosts, min(args.urls, 10_000), args.source, args.shape)
+    return sum(len(c.url) for c in sample) / len(sample)
 
 
 def used_memory(deployment: RedisDeployment) -> int:
@@ -79,7 +93,7 @@ def run(deployment: RedisDeployment, args: argparse.Namespace) -> dict[str, Any]
     frontier = RedisFrontier(
         client, namespace="bench", buckets=args.buckets, wait_replicas=int(args.wait_replicas)
     )
-    cands = candidates(args.hosts, args.urls, args.source)
+    cands = candidates(args.hosts, args.urls, args.source, args.shape)
     before = used_memory(deployment)
     t0 = time.perf_counter()
     for i in range(0, len(cands), CHUNK):
@@ -136,6 +150,9 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=100_000)
     parser.add_argument("--urls", type=int, default=1_000_000)
     parser.add_argument("--buckets", type=int, default=1024)
+    parser.add_argument(
+        "--shape", choices=("short", "web"), default="short", help="URL shape (candidates())"
+    )
     parser.add_argument("--cycles", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument(
@@ -161,7 +178,8 @@ def main() -> None:
                 deployment.stop()
 
     print(
-        f"\n{args.urls:,} URLs over {args.hosts:,} hosts, {args.buckets} buckets, lease batch"
+        f"\n{args.urls:,} URLs ({args.shape}, {_mean_length(args):.0f} bytes on average) over"
+        f" {args.hosts:,} hosts, {args.buckets} buckets, lease batch"
         f" {args.batch}; {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs,"
         f" Python {platform.python_version()}\n"
     )

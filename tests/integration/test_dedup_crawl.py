@@ -14,7 +14,7 @@ from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.ops.report import crawl_stats
 from crawlspace.store.redis.frontier import RedisFrontier, connect
-from crawlspace.store.redis.views import frontier_stats
+from crawlspace.store.redis.views import frontier_stats, url_record
 from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import run_and_close, stats_json
 from tests.workers import crawl_with_workers
@@ -178,9 +178,9 @@ def test_workers_find_the_same_duplicates_as_one_crawl(
     try:
         counters = frontier.client.hgetall("dups:counters")
         shown = frontier_stats(frontier)
-        prefix = frontier.key_prefix(frontier.bucket(host))
-        url_id = frontier.client.hget(prefix + "seen", deeper)
-        deeper_priority = int(frontier.client.hget(f"{prefix}u:{url_id}", "prio"))
+        record = url_record(frontier, deeper, host)
+        assert record is not None
+        deeper_priority = int(record["prio"])
     finally:
         frontier.close()
     assert int(counters["dedup.exact_duplicates"]) == VARIANTS

@@ -44,6 +44,7 @@ from crawlspace.store.redis.views import (
     count_urls,
     frontier_stats,
     iter_frontier_records,
+    url_record,
     url_state,
 )
 from crawlspace.urls import host_key as host_key_of
@@ -274,8 +275,9 @@ def master_of(frontier: RedisFrontier, host_key: str) -> int:
 def test_large_buckets_are_read_page_by_page(
     kind: str, deployments: dict[str, RedisDeployment]
 ) -> None:
-    """3,000 URLs in 2 buckets: each seen set is a real hash table, which HSCAN returns a page at
-    a time, so the views must follow every cursor to its end and count each URL once."""
+    """3,000 URLs in 2 buckets: each bucket's records span many lists, which the read scripts
+    return a few at a time, so the views must follow every cursor to its end and count each URL
+    once."""
     url = deployments[kind].url
     namespace, total = f"paged-{kind}", 3000
     frontier = RedisFrontier(connect(url), namespace=namespace, buckets=2, epoch=0)
@@ -556,11 +558,11 @@ def replica_node(cluster: RedisDeployment, frontier: RedisFrontier, host: str) -
 
 
 def replica_has(frontier: RedisFrontier, host: str, url: str) -> bool:
-    """Read ``url``'s seen entry from the replica itself (READONLY: serve our slots' reads)."""
+    """Read ``url``'s record from the replica itself (READONLY: serve our slots' reads)."""
     port = replica_port(master_of(frontier, host))
     with redis.Redis(port=port, decode_responses=True, single_connection_client=True) as r:
         r.execute_command("READONLY")
-        return r.hget(frontier.key_prefix(frontier.bucket(host)) + "seen", url) is not None
+        return url_record(frontier, url, host, client=r) is not None
 
 
 def test_the_seeds_set_keeps_one_entry_per_seed_host_and_the_same_scope(

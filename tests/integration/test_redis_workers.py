@@ -20,7 +20,7 @@ import pytest
 
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.store.redis.frontier import RedisFrontier, connect
-from crawlspace.store.redis.views import completion_events
+from crawlspace.store.redis.views import completion_events, url_records
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment, start_cluster, wait_cluster_ok
 from tests.webs import linked_pages, slow_site
@@ -93,13 +93,15 @@ def live_leases(client: Any, namespace: str) -> list[str]:
     return members
 
 
-def slow_page_lease(client: Any, namespace: str, epoch_prefix: str, slow_host: str) -> str | None:
+def slow_page_lease(
+    frontier: RedisFrontier, namespace: str, epoch_prefix: str, slow_host: str
+) -> str | None:
     """A page lease of the given worker on the slow site, whose fetch takes SLOW_FETCH seconds."""
-    for member in live_leases(client, namespace):
+    for member in live_leases(frontier.client, namespace):
         kind, url_id, lease_id = member.split("|")
         if kind == "P" and lease_id.startswith(epoch_prefix):
-            key = f"{{{namespace}:b{int(url_id) % BUCKETS}}}:u:{url_id}"
-            if client.hget(key, "host") == slow_host:
+            (record,) = url_records(frontier, [int(url_id)])
+            if record is not None and record["host"] == slow_host:
                 return member
     return None
 
@@ -150,7 +152,7 @@ def run_crawl(
 
                 def found() -> bool:
                     nonlocal victim
-                    victim = slow_page_lease(client, namespace, mine, farm.host_key("slow")) or ""
+                    victim = slow_page_lease(frontier, namespace, mine, farm.host_key("slow")) or ""
                     return bool(victim)
 
                 wait_for(found, 20, "a slow page lease of worker 0")

@@ -7,15 +7,19 @@ read-only views for stats and export (``views.py``).
 Layout. Hosts are spread over ``buckets`` (crc32(host_key) % buckets, the same in every process).
 Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluster slot:
 
-    {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (url ids), lseq (lease
-                               ids), wseq (replication barriers, wait.py), iver (version of the
-                               bucket's index marks, index.py)
+    {ns:bN}:st          hash   counters: inflight, queued, fetched, useq (URLs seen: url ids),
+                               lseq (lease ids), wseq (replication barriers, wait.py), iver
+                               (version of the bucket's index marks, index.py), sl/sp (the seen
+                               set's level and split pointer)
     {ns:bN}:rm          zset   front band -> its first ready score: the bucket's ready marks,
                                read once per script (lua/_common.lua ready_marks)
     {ns:bN}:ready:F     zset   host -> next_allowed_at, only hosts that can take a lease, in the
                                front band F of their best queued URL (bands.py)
-    {ns:bN}:seen        hash   url -> url id: the exact seen set
-    {ns:bN}:dx          hash   url -> url id of URLs excluded for their depth (re-admittable)
+    {ns:bN}:s:<n>       hash   the seen set: a URL's 8-byte keyed fingerprint (scripts.py
+                               fingerprint) -> its useq, in small hashes by linear hashing on
+                               the fingerprint (lua/_common.lua seen_key), each a listpack
+    {ns:bN}:dx          hash   fingerprint -> useq of URLs excluded for their depth
+                               (re-admittable)
     {ns:bN}:leases      zset   "P|id|lease" / "R|lease|host" / "H|host|holder" (a host's token
                                held outside its leases, lua/host_token.lua) -> expires_at
     {ns:bN}:due         zset   url id -> next fetch time of a planned revisit
@@ -27,10 +31,16 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
     {ns:bN}:k:<host>    hash   keyed budget counters (URL template -> URLs admitted)
     {ns:bN}:q:<host>    zset   url id -> priority (ties: id order, i.e. admission order)
     {ns:bN}:r:<host>    hash   the robots.txt record
-    {ns:bN}:u:<id>      hash   url, host, depth, prio, state, version, attempts, lease, epoch,
-                               inl (in-links), ri/nf/ch/lc/cf/due (recrawl), ...
+    {ns:bN}:u:<g>       list   URL records, packed: url id = useq x buckets + bucket, its record
+                               element (useq - 1) % 128 of list g = (useq - 1) // 128; fields
+                               state, version, prio, depth, hops, src, hn (host number), path
+                               (the URL without its host key), attempts, lease, epoch, reason,
+                               inl (in-links), at, etag, lm, ri/nf/lc/ch/cf/due (recrawl),
+                               cash/lp (AOPIC): lua/_common.lua REC_FIELDS
+    {ns:bN}:hs          list   host keys by host number (a host's hash keeps its number, 'n')
 
-Crawl-wide keys: ``{ns}:buckets``, ``{ns}:epoch`` (the last worker epoch taken),
+Crawl-wide keys: ``{ns}:buckets`` (with the layout's version), ``{ns}:fpkey`` (the secret
+key of the seen set's fingerprints), ``{ns}:epoch`` (the last worker epoch taken),
 ``{ns}:settings`` (the crawl's stored settings, JSON: crawl/settings.py), ``{ns}:seeds`` (set:
 the seeds' host keys),
 ``{ns}:counters`` (hash: ``rejected.<reason>``, ``dedup.*``, ``wait.short``), the bucket index

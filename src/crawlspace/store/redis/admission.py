@@ -36,10 +36,11 @@ class Admitting(Protocol):
     limits: FrontierLimits
     index: BucketIndex
     namespace: str
-    buckets: int
     client: Any
 
     def bucket(self, host_key: str) -> int: ...
+
+    def fingerprint(self, url: str) -> bytes: ...
 
     def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]: ...
 
@@ -60,6 +61,7 @@ def admit(
     by_bucket: dict[int, list[object]] = {}
     caps = plan.caps
     priority = None if cash is None else cash[2]
+    fingerprint = frontier.fingerprint
     for cand in candidates:
         fields = by_bucket.setdefault(frontier.bucket(cand.host_key), [])
         fields += (
@@ -70,6 +72,7 @@ def admit(
             cand.redirect_hops,
             cand.source,
             cand.changefreq or "",
+            fingerprint(cand.url),
         )
         if caps:
             fields += plan.budget_keys(cand.url)
@@ -89,7 +92,7 @@ def admit(
     links = (weight, inlink_cap, page_host or "", *aopic)
     budget_args = [arg for reason_cap in caps for arg in reason_cap]
     calls: list[tuple[int, Sequence[object]]] = []
-    width = 7 + len(caps)
+    width = 8 + len(caps)
     for bucket, fields in by_bucket.items():
         step = width * ADD_CHUNK
         for i in range(0, len(fields), step):
@@ -98,8 +101,6 @@ def admit(
                     bucket,
                     (
                         *head,
-                        bucket,
-                        frontier.buckets,
                         *links,
                         len(caps),
                         *budget_args,
@@ -133,10 +134,12 @@ def exclude(
     by_bucket: dict[int, list[object]] = {}
     for url, reason in excluded:
         host = host_key(url)
-        by_bucket.setdefault(frontier.bucket(host), []).extend((url, host, depth, reason))
-    step = 4 * ADD_CHUNK
+        by_bucket.setdefault(frontier.bucket(host), []).extend(
+            (url, host, depth, reason, frontier.fingerprint(url))
+        )
+    step = 5 * ADD_CHUNK
     calls: list[tuple[int, Sequence[object]]] = [
-        (bucket, (num(now), bucket, frontier.buckets, *fields[i : i + step]))
+        (bucket, (num(now), *fields[i : i + step]))
         for bucket, fields in by_bucket.items()
         for i in range(0, len(fields), step)
     ]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from crawlspace.records import RobotsRecord
 
-__all__ = ["ADD_CHUNK", "num", "robots_args", "robots_record", "url_key"]
+__all__ = ["ADD_CHUNK", "num", "packable", "robots_args", "robots_record", "url_key"]
 
 ADD_CHUNK = 500  # URLs per add or exclude script: each call stays short (Redis is one thread)
 
@@ -15,6 +15,16 @@ ADD_CHUNK = 500  # URLs per add or exclude script: each call stays short (Redis 
 def num(value: float) -> str:
     """Shortest exact decimal form of a float (repr round-trips), which Redis parses as a score."""
     return repr(float(value))
+
+
+def packable(text: str | None) -> str:
+    """A text for a packed URL record (lua/_common.lua rec_encode), whose fields the unit
+    separator (byte 31) divides: '' for None and for a text that holds one. Only a server's
+    hostile validator or a strange error message can; dropping it costs one unconditional
+    fetch, or a reason, where keeping it would shift every field after it."""
+    if not text or "\x1f" in text:
+        return ""
+    return text
 
 
 def url_key(url_id: int) -> str:

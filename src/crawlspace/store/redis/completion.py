@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from crawlspace.plans import DayCount, LinkEffects
 from crawlspace.records import Completion, Lease
 from crawlspace.store.redis.cash import PageCash
-from crawlspace.store.redis.codec import num, url_key
+from crawlspace.store.redis.codec import num, packable, url_key
 
 __all__ = ["complete_args"]
 
@@ -39,10 +39,10 @@ def complete_args(
         lease.version,
         lease.epoch,
         completion.state,
-        completion.reason or "",
+        packable(completion.reason),
         "" if nxt is None else num(nxt),
-        completion.etag or "",
-        completion.last_modified or "",
+        packable(completion.etag),
+        packable(completion.last_modified),
         max_in_flight,
         int(completion.fetch is not None),  # counted for terminal completions only
         events_maxlen,

@@ -358,6 +358,10 @@ class RedisFrontier(ScriptRunner):
     def fetched_pages(self) -> int:
         return self._sum_counter("fetched")
 
+    def seen_urls(self) -> int:
+        """URLs the frontier has seen (each got an id, queued or not)."""
+        return self._sum_counter("useq")
+
     def scope_seeds(self) -> list[str]:
         """The seeds' host keys (a frontier written before they were, its seed URLs)."""
         return sorted(self.client.smembers(f"{self.namespace}:seeds"))

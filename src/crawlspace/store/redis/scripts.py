@@ -5,7 +5,9 @@ failover. Policy-free: ``frontier.py`` says what to run.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import secrets
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -48,8 +50,9 @@ _SCRIPTS = (
     "reevaluate",
 )
 _READ_SCRIPTS = ("count_urls", "read_urls")
-# Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout.
-LAYOUT = ";front=1"  # for store/redis/views.py
+# Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout
+# (front=1: front bands; urls=2: packed URL records and a fingerprint seen set).
+LAYOUT = ";front=1;urls=2"  # for store/redis/views.py
 
 
 # A prelude paragraph's definitions, the names a piece of Lua uses, and Lua comments.
@@ -91,8 +94,9 @@ def stored_buckets(value: bytes | str | None, key: str) -> int | None:
     count, _, layout = text.partition(";")
     if f";{layout}" != LAYOUT:
         raise ValueError(
-            f"{key}: this frontier was made by an older crawlspace (its key layout lacks the"
-            " front bands); finish it with that version or seed a new --namespace"
+            f"{key}: this frontier was made by an older crawlspace (its key layout is"
+            f" {layout or 'the first'!r}, this one's {LAYOUT[1:]!r}); finish it with that"
+            " version or seed a new --namespace"
         )
     return int(count)
 
@@ -141,12 +145,12 @@ def ride_out(
             delay = min(delay * 2, 1.0)
 
 
-def compose_script(body: str, front: FrontQueues) -> str:
+def compose_script(body: str, front: FrontQueues, buckets: int) -> str:
     """A script as Redis runs it: the crawl's constants, the parts of the prelude
     (``_common.lua``) that ``body`` uses, and ``body``."""
     constants = (
         f"local FRONT_ORIGIN, FRONT_WIDTH, FRONT_BANDS, REVISIT_BAND = {front.origin},"
-        f" {front.width}, {front.count}, {REVISIT_BAND}\n"
+        f" {front.width}, {front.count}, {REVISIT_BAND}\nlocal BUCKETS = {buckets}\n"
     )
     prelude = (files("crawlspace.store.redis") / "lua" / "_common.lua").read_text()
     return constants + trim_prelude(prelude, body) + body
@@ -170,9 +174,10 @@ class ScriptRunner:
         self.retry_seconds = retry_seconds
         self.front = front  # the crawl's front bands, compiled into the scripts
         self.retrying(self._check_layout)
+        self._fingerprint_key = self.retrying(self._read_fingerprint_key)
         lua = files("crawlspace.store.redis") / "lua"
         self._src = {
-            name: compose_script((lua / f"{name}.lua").read_text(), front)
+            name: compose_script((lua / f"{name}.lua").read_text(), front, buckets)
             for name in (*_SCRIPTS, *_READ_SCRIPTS)
         }
         self._sha: dict[str, str] = {}
@@ -187,6 +192,23 @@ class ScriptRunner:
         stored = stored_buckets(self.client.get(key), key)
         if stored != self.buckets:
             raise ValueError(f"{key} is {stored} in Redis, this process was given {self.buckets}")
+
+    def _read_fingerprint_key(self) -> bytes:
+        """The crawl's secret key of seen-set fingerprints (``fingerprint``), made by the first
+        process: every process must fingerprint a URL alike."""
+        key = f"{self.namespace}:fpkey"
+        self.client.set(key, secrets.token_hex(16), nx=True)
+        return bytes.fromhex(self.client.get(key))
+
+    def fingerprint(self, url: str) -> bytes:
+        """A URL's key in the seen set: 64 bits of keyed BLAKE2b. Keyed, so no one who does
+        not know the crawl's key can make a URL collide with another and hide it; 64 bits, so
+        the seen set's entries are 8 bytes whatever the URL's length (about 3 collisions, so 3
+        URLs taken for seen and not crawled, expected among 10 billion URLs: the design's
+        accepted cost)."""
+        return hashlib.blake2b(
+            url.encode("utf-8", "surrogatepass"), digest_size=8, key=self._fingerprint_key
+        ).digest()
 
     # -- keys and scripts ---------------------------------------------------------------------
 
@@ -220,6 +242,13 @@ class ScriptRunner:
         return self.retrying(
             lambda: self.client.evalsha(self._sha[name], 1, key, *args), retried=retried
         )
+
+    def read_on(self, client: Any, name: str, bucket: int, *args: object) -> Any:
+        """Run a read-only script (``_READ_SCRIPTS``) on ``client``, which may be a replica
+        (EVAL_RO, with the script's text: a replica need not have loaded it)."""
+        assert name in _READ_SCRIPTS, name
+        prefix = self.key_prefix(bucket)
+        return client.eval_ro(self._src[name], 1, prefix + "st", prefix, *args)
 
     def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
         """One pipelined round trip per shard; a call that failed is rerun on its own."""

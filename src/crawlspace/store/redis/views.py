@@ -2,15 +2,15 @@
 
 Nothing here writes (no worker epoch is taken). Frontier-wide totals come from the per-bucket
 counters, one pipelined round trip per shard (``RedisFrontier.per_bucket``). URL counts by state
-are summed server-side, one HSCAN page of each bucket's seen set per script call
+are summed server-side, a few of each bucket's URL record lists per script call
 (lua/count_urls.lua). Records of URLs and hosts come from SCAN over the keyspace of every
 master, never KEYS (which blocks a shard for the whole keyspace) and never a replica (which would
 count each key twice); each batch of keys is read with one pipeline. The layout is documented in
 store/redis/frontier.py.
 
-SCAN and HSCAN visit every key that exists for the whole scan, in no particular order, and may
-return a key twice if a shard resizes its table meanwhile: figures of a crawl that is still
-running are a snapshot in motion, those of a finished crawl are exact.
+SCAN visits every key that exists for the whole scan, in no particular order, and may return a
+key twice if a shard resizes its table meanwhile: figures of a crawl that is still running are a
+snapshot in motion, those of a finished crawl are exact.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawlspace.errors import ConfigError, StoreError, StoreIOError
+from crawlspace.store.redis.codec import url_key
 from crawlspace.store.redis.frontier import RedisFrontier, connect, stored_buckets
 
 _BATCH = 500  # keys per SCAN call and per read pipeline
@@ -147,17 +148,20 @@ def _float(value: str | None) -> float | None:
 # -- stats --------------------------------------------------------------------------------------
 
 
-_PAGE = 500  # seen-set entries per count_urls / read_urls call: well under a millisecond each
+_PAGE = 500  # URL records per count_urls / read_urls call: well under a millisecond each
 _WIDTH = 64  # buckets paged together: at most _WIDTH x _PAGE records in memory
 
 
-def _pages(frontier: RedisFrontier, script: str, width: int) -> Iterator[tuple[int, list[Any]]]:
-    """(bucket, items) of every page of ``script`` (count_urls or read_urls) over every bucket:
-    ``width`` buckets at a time, all pipelined in rounds until each one's HSCAN cursor is 0."""
+def _pages(
+    frontier: RedisFrontier, script: str, width: int, *lead: str
+) -> Iterator[tuple[int, list[Any]]]:
+    """(bucket, items) of every page of ``script`` (count_urls, or read_urls with ``lead``
+    "scan") over every bucket: ``width`` buckets at a time, all pipelined in rounds until each
+    one's cursor is 0."""
     for first in range(0, frontier.buckets, width):
         cursors = dict.fromkeys(range(first, min(first + width, frontier.buckets)), "0")
         while cursors:
-            calls = [(bucket, (cursor, _PAGE)) for bucket, cursor in cursors.items()]
+            calls = [(bucket, (*lead, cursor, _PAGE)) for bucket, cursor in cursors.items()]
             replies = frontier.run_many(script, calls)
             for (bucket, _), (cursor, *items) in zip(calls, replies, strict=True):
                 if str(cursor) == "0":
@@ -201,7 +205,7 @@ def frontier_stats(frontier: RedisFrontier) -> dict[str, Any]:
     return {
         "namespace": ns,
         "buckets": frontier.buckets,
-        "urls": total("seen", lambda p, k: p.hlen(k)),
+        "urls": frontier.seen_urls(),
         "queued": frontier.queued(),
         "in_flight": frontier.in_flight(),
         "fetched": frontier.fetched_pages(),
@@ -258,8 +262,8 @@ def iter_frontier_records(frontier: RedisFrontier, what: str) -> Iterator[dict[s
 
 
 def _urls(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
-    """Bucket by bucket, from each bucket's seen set (store/redis/lua/read_urls.lua)."""
-    for bucket, page in _pages(frontier, "read_urls", _WIDTH):
+    """Bucket by bucket, from each bucket's URL records (store/redis/lua/read_urls.lua)."""
+    for bucket, page in _pages(frontier, "read_urls", _WIDTH, "scan"):
         for text in page:
             f: dict[str, str] = json.loads(text)
             yield {
@@ -292,10 +296,9 @@ def _events(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
         prefix = frontier.key_prefix(bucket)
         start = "-"
         while entries := client.xrange(prefix + "events", start, "+", count=_BATCH):
-            pipe = client.pipeline(transaction=False)
-            for _, f in entries:
-                pipe.hget(f"{prefix}u:{f['id']}", "url")
-            for (entry_id, f), url in zip(entries, pipe.execute(), strict=True):
+            found = frontier.run("read_urls", bucket, "ids", *(f["id"] for _, f in entries))
+            urls = [json.loads(text)["url"] if text else None for text in found]
+            for (entry_id, f), url in zip(entries, urls, strict=True):
                 yield {
                     "event_id": f"{bucket}-{entry_id}",  # stream ids are unique per bucket only
                     "url": url,
@@ -344,14 +347,37 @@ def _hosts(frontier: RedisFrontier) -> Iterator[dict[str, Any]]:
         }
 
 
+def url_record(
+    frontier: RedisFrontier, url: str, host_key: str, *, client: Any = None
+) -> dict[str, str] | None:
+    """A URL's record as its bucket keeps it (lua/read_urls.lua: the fields named in the
+    layout, store/redis/__init__.py, with id, url and host), or None if the frontier never saw
+    it (for audits and tests). ``client``: read it there (a replica, say), not on the
+    frontier's own connection."""
+    args = ("fps", frontier.fingerprint(url))
+    bucket = frontier.bucket(host_key)
+    if client is None:
+        (text,) = frontier.run("read_urls", bucket, *args)
+    else:
+        (text,) = frontier.read_on(client, "read_urls", bucket, *args)
+    return dict(json.loads(text)) if text else None
+
+
+def url_records(frontier: RedisFrontier, url_ids: list[int]) -> list[dict[str, str] | None]:
+    """The records of these URL ids (``url_record``), in their order; None for an unknown id."""
+    out: list[dict[str, str] | None] = []
+    for url_id in url_ids:
+        (text,) = frontier.run("read_urls", url_id % frontier.buckets, "ids", url_key(url_id))
+        out.append(dict(json.loads(text)) if text else None)
+    return out
+
+
 def url_state(frontier: RedisFrontier, url: str, host_key: str) -> tuple[str, str | None] | None:
     """A URL's state and reason, or None if the frontier never saw it (for audits and tests)."""
-    prefix = frontier.key_prefix(frontier.bucket(host_key))
-    url_id = frontier.client.hget(prefix + "seen", url)
-    if url_id is None:
+    record = url_record(frontier, url, host_key)
+    if record is None:
         return None
-    state, reason = frontier.client.hmget(f"{prefix}u:{url_id}", "state", "reason")
-    return str(state), reason or None
+    return record["state"], record.get("reason") or None
 
 
 def completion_events(frontier: RedisFrontier) -> list[dict[str, str]]:

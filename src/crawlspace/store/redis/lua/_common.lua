@@ -34,7 +34,181 @@ local LEASE_HEAD = nil
 
 local function hkey(host) return P .. 'h:' .. host end
 local function qkey(host) return P .. 'q:' .. host end
-local function ukey(id) return P .. 'u:' .. id end
+
+-- URL records (the layout in __init__.py). A URL's id is its bucket's admission count `useq`
+-- times BUCKETS plus the bucket, fixed-width so a queue's ties sort by admission; its record is
+-- element (useq - 1) % REC_GROUP of the list u:<(useq - 1) // REC_GROUP>. A list, not a hash:
+-- its elements are packed with no field name and no length limit (a hash leaves its compact
+-- listpack encoding for good once one value passes hash-max-listpack-value, 64 bytes by default,
+-- shorter than many URLs).
+local BUCKET = tonumber(string.match(P, 'b(%d+)}:$'))
+local REC_GROUP = 128
+local function url_id(useq) return string.format('%016d', useq * BUCKETS + BUCKET) end
+local function rec_slot(id)
+  local i = (tonumber(id) - BUCKET) / BUCKETS - 1
+  return P .. 'u:' .. math.floor(i / REC_GROUP), i % REC_GROUP
+end
+
+-- A record is its fields' values in REC_FIELDS order, joined by the unit separator (US, byte
+-- 31, which neither a normalized URL nor an HTTP header value contains; completion.py drops a
+-- validator that does), trailing empty fields left out. States and sources are one letter.
+-- `path` is the URL without its host key when it starts with it (rec_url), `hn` the host's
+-- number in the bucket (host_num). Decoded, an empty field is nil, as HMGET's absent field was.
+local REC_FIELDS = {'state', 'version', 'prio', 'depth', 'hops', 'src', 'hn', 'path', 'attempts',
+  'lease', 'epoch', 'reason', 'inl', 'at', 'etag', 'lm', 'ri', 'nf', 'lc', 'ch', 'cf', 'due',
+  'cash', 'lp'}
+local STATE_CODES = {queued = 'q', leased = 'l', fetched = 'f', redirected = 'r', excluded = 'x',
+  failed = 'e', not_modified = 'n'}
+local STATE_NAMES = {q = 'queued', l = 'leased', f = 'fetched', r = 'redirected', x = 'excluded',
+  e = 'failed', n = 'not_modified'}
+local SRC_CODES = {link = 'k', seed = 's', sitemap = 'm', sitemap_entry = 'e', redirect = 'r',
+  ascend = 'a'}
+local SRC_NAMES = {k = 'link', s = 'seed', m = 'sitemap', e = 'sitemap_entry', r = 'redirect',
+  a = 'ascend'}
+local function rec_decode(s)
+  local r, n = {}, 0
+  for v in string.gmatch(s .. '\31', '([^\31]*)\31') do
+    n = n + 1
+    if v ~= '' then r[REC_FIELDS[n]] = v end
+  end
+  r.state = STATE_NAMES[r.state] or r.state
+  r.src = SRC_NAMES[r.src] or r.src
+  return r
+end
+-- (Spelled out, not a loop over REC_FIELDS: half the time in this VM's Lua.)
+local function rec_encode(r)
+  local out = {STATE_CODES[r.state] or r.state or '', r.version or '', r.prio or '',
+    r.depth or '', r.hops or '', SRC_CODES[r.src] or r.src or '', r.hn or '', r.path or '',
+    r.attempts or '', r.lease or '', r.epoch or '', r.reason or '', r.inl or '', r.at or '',
+    r.etag or '', r.lm or '', r.ri or '', r.nf or '', r.lc or '', r.ch or '', r.cf or '',
+    r.due or '', r.cash or '', r.lp or ''}
+  local n = #REC_FIELDS
+  while n > 0 and out[n] == '' do n = n - 1 end
+  return table.concat(out, '\31', 1, n)
+end
+
+-- A URL's record (nil: no such URL) and where it is, for rec_set.
+local function rec_get(id)
+  local key, i = rec_slot(id)
+  local s = redis.call('LINDEX', key, i)
+  if not s then return nil end
+  return rec_decode(s), key, i
+end
+local function rec_set(key, i, r) redis.call('LSET', key, i, rec_encode(r)) end
+-- The record of the URL just given `useq`: appended, so its position must be its number.
+local function rec_new(useq, r)
+  local key, i = rec_slot(url_id(useq))
+  if redis.call('RPUSH', key, rec_encode(r)) ~= i + 1 then
+    return error('crawlspace: URL record list ' .. key .. ' out of step with the URL count')
+  end
+end
+
+-- The records of whole record lists from number `cursor` on, until at least `limit` records:
+-- {id, record, id, record, ...} and the next cursor (0: no more), so a read stays short however
+-- large the bucket (count_urls, read_urls).
+local function rec_page(cursor, limit)
+  local count = tonumber(redis.call('HGET', ST, 'useq') or '0')
+  local groups = math.ceil(count / REC_GROUP)
+  local g, out = tonumber(cursor), {}
+  while g < groups and #out < 2 * limit do
+    local all = redis.call('LRANGE', P .. 'u:' .. string.format('%d', g), 0, -1)
+    for i, s in ipairs(all) do
+      out[#out + 1] = url_id(g * REC_GROUP + i)
+      out[#out + 1] = rec_decode(s)
+    end
+    g = g + 1
+  end
+  if g >= groups then g = 0 end
+  return out, g
+end
+
+-- Host numbers: a record names its host by its number in the bucket's list hs (a host key is
+-- ~20-60 bytes, its number one or two); the host's hash keeps the number ('n').
+local HOSTS = P .. 'hs'
+local HOST_NUMS, HOST_NAMES = {}, {}
+local function host_num(host)
+  local n = HOST_NUMS[host]
+  if n then return n end
+  n = redis.call('HGET', hkey(host), 'n')
+  if not n then
+    n = string.format('%d', redis.call('RPUSH', HOSTS, host) - 1)
+    redis.call('HSET', hkey(host), 'n', n)
+  end
+  HOST_NUMS[host] = n
+  return n
+end
+local function host_of(r)
+  local n = r.hn
+  local host = HOST_NAMES[n]
+  if not host then
+    host = redis.call('LINDEX', HOSTS, tonumber(n))
+    HOST_NAMES[n] = host
+  end
+  return host
+end
+local function path_of(url, host)
+  if string.sub(url, 1, #host) == host and string.sub(url, #host + 1, #host + 1) == '/' then
+    return string.sub(url, #host + 1)
+  end
+  return url
+end
+local function rec_url(r, host)
+  if string.sub(r.path, 1, 1) == '/' then return host .. r.path end
+  return r.path
+end
+
+-- The seen set: a URL's 64-bit keyed fingerprint (8 bytes, from the client: codec.py) -> its
+-- useq, in small hashes s:<n> addressed by linear hashing (Litwin) on the fingerprint's last 32
+-- bits, so each stays a compact listpack (~SEEN_LOAD entries, at most twice that) however large
+-- the bucket grows, and growing moves one small hash at a time (seen_grow). ST keeps the level
+-- 'sl' and the split pointer 'sp'.
+local SEEN_LOAD = 48
+local SEEN_LEVEL, SEEN_SPLIT = nil, nil
+local function seen_addr(fp)
+  local b1, b2, b3, b4 = string.byte(fp, 5, 8)
+  return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+end
+local function seen_key(fp)
+  if not SEEN_LEVEL then
+    local v = redis.call('HMGET', ST, 'sl', 'sp')
+    SEEN_LEVEL, SEEN_SPLIT = tonumber(v[1] or '0'), tonumber(v[2] or '0')
+  end
+  local n = 2 ^ SEEN_LEVEL
+  local a = seen_addr(fp)
+  local h = a % n
+  if h < SEEN_SPLIT then h = a % (2 * n) end
+  return P .. 's:' .. string.format('%d', h)
+end
+-- After admissions brought the bucket to `count` URLs: split hashes until the load is back.
+local function seen_grow(count)
+  seen_key('\0\0\0\0\0\0\0\0')  -- reads the level and split pointer
+  local grew = false
+  while count > SEEN_LOAD * (2 ^ SEEN_LEVEL + SEEN_SPLIT) do
+    local n = 2 ^ SEEN_LEVEL
+    local from = P .. 's:' .. string.format('%d', SEEN_SPLIT)
+    local to = P .. 's:' .. string.format('%d', SEEN_SPLIT + n)
+    local all = redis.call('HGETALL', from)
+    local gone, moved = {}, {}
+    for i = 1, #all, 2 do
+      if seen_addr(all[i]) % (2 * n) ~= SEEN_SPLIT then
+        gone[#gone + 1] = all[i]
+        moved[#moved + 1] = all[i]
+        moved[#moved + 1] = all[i + 1]
+      end
+    end
+    if #gone > 0 then
+      redis.call('HDEL', from, unpack(gone))
+      redis.call('HSET', to, unpack(moved))
+    end
+    SEEN_SPLIT = SEEN_SPLIT + 1
+    if SEEN_SPLIT == n then SEEN_LEVEL, SEEN_SPLIT = SEEN_LEVEL + 1, 0 end
+    grew = true
+  end
+  if grew then
+    redis.call('HSET', ST, 'sl', string.format('%d', SEEN_LEVEL), 'sp',
+      string.format('%d', SEEN_SPLIT))
+  end
+end
 
 -- FrontQueues.band: the front band of a host whose best queued URL has priority `p`.
 local function band_of(p)
@@ -171,13 +345,15 @@ local function move_clock(host, at)
   end
 end
 
--- The URL's current lease, or false: same lease id, version and worker epoch, still leased.
-local function current_page(id, lid, version, epoch)
-  local v = redis.call('HMGET', ukey(id), 'state', 'lease', 'version', 'epoch', 'host')
-  if v[1] ~= 'leased' or v[2] ~= lid or v[3] ~= version or v[4] ~= epoch then
+-- The URL's record while this lease holds it (same lease id, version and worker epoch), and
+-- where it is (rec_set); or false.
+local function leased_record(id, lid, version, epoch)
+  local r, key, i = rec_get(id)
+  if not r or r.state ~= 'leased' or r.lease ~= lid or r.version ~= version or r.epoch ~= epoch
+  then
     return false
   end
-  return v[5]
+  return r, key, i
 end
 
 local function end_lease(host, member)
@@ -189,11 +365,12 @@ local function end_lease(host, member)
 end
 
 -- Back to the host queue: a release (tried = 0) does not count as an attempt, an expiry does.
-local function give_back_page(host, id, lid, tried, max_in_flight)
-  local u = ukey(id)
-  redis.call('HSET', u, 'state', 'queued', 'lease', '', 'epoch', '')
-  if tried == 0 then redis.call('HINCRBY', u, 'attempts', -1) end
-  redis.call('ZADD', qkey(host), redis.call('HGET', u, 'prio'), id)
+-- `r`, `key`, `i`: the URL's record (leased_record).
+local function give_back_page(host, id, lid, tried, max_in_flight, r, key, i)
+  r.state, r.lease, r.epoch = 'queued', nil, nil
+  if tried == 0 then r.attempts = string.format('%d', (tonumber(r.attempts) or 0) - 1) end
+  rec_set(key, i, r)
+  redis.call('ZADD', qkey(host), r.prio, id)
   redis.call('HINCRBY', ST, 'queued', 1)
   end_lease(host, 'P|' .. id .. '|' .. lid)
   resched(host, max_in_flight)

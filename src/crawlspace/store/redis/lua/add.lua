@@ -1,9 +1,10 @@
 -- Enqueue-if-new for one bucket. ARGV: prefix, now, cap (-1: no per-host budget), max_in_flight,
--- bucket, buckets, in-link weight and cap (0 0: links are not in-links, e.g. seeds), the page's
+-- in-link weight and cap (0 0: links are not in-links, e.g. seeds), the page's
 -- host ('' none), Lambda's per-page total ('' unless AOPIC) and each candidate's cash (a page's
 -- links: the page's share for each; seeds and sitemaps: the seed cash), nb (keyed budgets), then
--- nb pairs (reason, cap), then 7 + nb fields per candidate: url, host, depth, priority, hops,
--- source, sitemap changefreq ('' none), and its key under each keyed budget.
+-- nb pairs (reason, cap), then 8 + nb fields per candidate: url, host, depth, priority, hops,
+-- source, sitemap changefreq ('' none), its fingerprint (seen_key) and its key under each keyed
+-- budget.
 -- AOPIC (plans.py CashRule, store/redis/cash.py): a new URL starts with its cash (its priority,
 -- the price of that cash, came with it) and the Lambda total; a known URL a page links to gains
 -- the share, and the client prices its new cash (reprice.lua): this script keeps no copy of the
@@ -15,30 +16,27 @@
 -- In-links (frontier/priority.py): a URL a page links to counts the page; a new one starts at
 -- 1, a known one still queued moves `weight` points earlier for each further page, up to `cap`
 -- pages, never from the new-URL band below 0 (the revisit band, promote.lua).
--- The bucket's seen hash (url -> id) is the exact seen set: a URL is admitted at most once,
--- except one remembered as excluded for its depth ('dx', exclude.lua), which a shallower link
--- admits (the SQLite store's depth re-admission; the keyed budgets do not count it again).
+-- The bucket's seen set (fingerprint -> useq, seen_key) says whether a URL is new: a URL is
+-- admitted at most once, except one remembered as excluded for its depth ('dx': fingerprint ->
+-- useq, exclude.lua), which a shallower link admits (the SQLite store's depth re-admission; the keyed budgets do not count it again).
 -- Keyed budgets (frontier/budgets.py KeyedBudget) are one counter per host and key, in the
 -- host's hash {ns:bN}:k:<host>; a counter moves only when its URL is admitted.
 -- Counters are read once, kept in Lua and written back once (the script is atomic), so a URL
 -- costs three writes: the seen entry, its record and its queue entry.
 local cap = tonumber(ARGV[3])
 local max_in_flight = tonumber(ARGV[4])
-local bucket = tonumber(ARGV[5])
-local buckets = tonumber(ARGV[6])
-local weight, inlink_cap = tonumber(ARGV[7]), tonumber(ARGV[8])
-local page_host = ARGV[9]
-local lam, cash = ARGV[10], ARGV[11]
-local nb = tonumber(ARGV[12])
+local weight, inlink_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
+local page_host = ARGV[7]
+local lam, cash = ARGV[8], ARGV[9]
+local nb = tonumber(ARGV[10])
 local reasons, caps = {}, {}
 for b = 1, nb do
-  reasons[b] = ARGV[11 + 2 * b]
-  caps[b] = tonumber(ARGV[12 + 2 * b])
+  reasons[b] = ARGV[9 + 2 * b]
+  caps[b] = tonumber(ARGV[10 + 2 * b])
 end
-local first = 13 + 2 * nb
+local first = 11 + 2 * nb
 local focus = {}  -- id, url of each URL admitted on the page's host
-local width = 7 + nb
-local SEEN = P .. 'seen'
+local width = 8 + nb
 local before = marks()
 local useq = tonumber(redis.call('HGET', ST, 'useq') or '0')
 local admitted = {}  -- host -> admitted count, read lazily
@@ -62,7 +60,7 @@ end
 local function refusal(host, i)
   if cap >= 0 and admitted[host] >= cap then return 1 end
   for b = 1, nb do
-    if count(host, ARGV[i + 6 + b]) >= caps[b] then return b + 1 end
+    if count(host, ARGV[i + 7 + b]) >= caps[b] then return b + 1 end
   end
   return nil
 end
@@ -71,16 +69,18 @@ local DX = P .. 'dx'
 local deep = redis.call('EXISTS', DX) == 1
 
 -- A URL excluded for its depth, found again: admitted (under the per-host cap) if within depth.
-local function readmit(url, host, i)
-  local id = redis.call('HGET', DX, url)
-  if not id then return false end
+local function readmit(fp, host, i)
+  local n = redis.call('HGET', DX, fp)
+  if not n then return false end
   if admitted[host] == nil then
     admitted[host] = tonumber(redis.call('HGET', hkey(host), 'admitted') or '0')
   end
   if cap >= 0 and admitted[host] >= cap then return false end
-  redis.call('HDEL', DX, url)
-  redis.call('HSET', ukey(id), 'depth', ARGV[i + 2], 'prio', ARGV[i + 3], 'state', 'queued',
-    'reason', '')
+  redis.call('HDEL', DX, fp)
+  local id = url_id(tonumber(n))
+  local r, key, at = rec_get(id)
+  r.depth, r.prio, r.state, r.reason = ARGV[i + 2], ARGV[i + 3], 'queued', nil
+  rec_set(key, at, r)
   admitted[host] = admitted[host] + 1
   touched[host] = (touched[host] or 0) + 1
   redis.call('ZADD', qkey(host), ARGV[i + 3], id)
@@ -89,57 +89,58 @@ local function readmit(url, host, i)
 end
 
 -- A known URL one more page links to: its in-link count, and points while it waits.
-local function inlink(url, host)
-  local id = redis.call('HGET', SEEN, url)
-  local u = ukey(id)
-  local v = redis.call('HMGET', u, 'state', 'inl', 'prio')
-  local before = tonumber(v[2] or '0')
-  redis.call('HSET', u, 'inl', before + 1)
-  if v[1] == 'queued' and before >= 1 and before <= inlink_cap then
-    local prio = tonumber(v[3])
+local function inlink(id, host)
+  local r, key, at = rec_get(id)
+  local before = tonumber(r.inl or '0')
+  r.inl = string.format('%d', before + 1)
+  if r.state == 'queued' and before >= 1 and before <= inlink_cap then
+    local prio = tonumber(r.prio)
     if prio >= 0 then prio = math.max(prio - weight, 0) else prio = prio - weight end
-    prio = string.format('%d', prio)
-    redis.call('HSET', u, 'prio', prio)
-    redis.call('ZADD', qkey(host), prio, id)
+    r.prio = string.format('%d', prio)
+    redis.call('ZADD', qkey(host), r.prio, id)
     touched[host] = touched[host] or 0  -- its head may be better now: resched moves its band
   end
+  rec_set(key, at, r)
 end
 
 -- AOPIC: a known URL gains `cash`, from a page's link (an in-link too) or as a seed's endowment
 -- (at `prio`, the price of a seed's cash). A link's gift is priced by the client (reprice.lua).
 local repriced = {}  -- id, cash of each URL whose cash a link grew
-local function give_cash(url, host, gift, prio)
-  local id = redis.call('HGET', SEEN, url)
-  local u = ukey(id)
-  local v = redis.call('HMGET', u, 'state', 'inl', 'cash', 'prio', 'version')
-  local held = tonumber(v[3] or '0')
+local function give_cash(id, host, gift, prio)
+  local r, key, at = rec_get(id)
+  local held = tonumber(r.cash or '0')
   if page_host == '' then
-    if v[1] ~= 'queued' or v[5] ~= '1' or held > 0 or tonumber(v[2] or '0') > 0 then return end
-    redis.call('HSET', u, 'lp', lam, 'cash', string.format('%.17g', gift), 'prio', prio)
+    if r.state ~= 'queued' or r.version ~= '1' or held > 0 or tonumber(r.inl or '0') > 0 then
+      return
+    end
+    r.lp, r.cash, r.prio = lam, string.format('%.17g', gift), prio
+    rec_set(key, at, r)
     redis.call('ZADD', qkey(host), prio, id)
     touched[host] = touched[host] or 0
     return
   end
   if weight == 0 then  -- (with in-link points on, inlink() counted it already)
-    redis.call('HSET', u, 'inl', tonumber(v[2] or '0') + 1)
+    r.inl = string.format('%d', tonumber(r.inl or '0') + 1)
   end
-  if not (gift > 0) then return end
-  local cash = string.format('%.17g', held + gift)
-  redis.call('HSET', u, 'cash', cash)
-  repriced[#repriced + 1] = id
-  repriced[#repriced + 1] = cash
+  if gift > 0 then
+    r.cash = string.format('%.17g', held + gift)
+    repriced[#repriced + 1] = id
+    repriced[#repriced + 1] = r.cash
+  end
+  rec_set(key, at, r)
 end
 
 for i = first, #ARGV, width do
-  local url, host = ARGV[i], ARGV[i + 1]
-  -- Ids are unique across buckets (bucket + counter x buckets) and fixed-width, so the queue's
-  -- lexicographic order among equal priorities is admission order.
-  local id = string.format('%016d', (useq + 1) * buckets + bucket)
-  if redis.call('HSETNX', SEEN, url, id) == 0 then
-    if not (deep and readmit(url, host, i)) then
+  local url, host, fp = ARGV[i], ARGV[i + 1], ARGV[i + 7]
+  local sk = seen_key(fp)
+  if redis.call('HSETNX', sk, fp, string.format('%d', useq + 1)) == 0 then
+    if not (deep and readmit(fp, host, i)) then
       seen = seen + 1
-      if weight > 0 then inlink(url, host) end
-      if lam ~= '' then give_cash(url, host, tonumber(cash), ARGV[i + 3]) end
+      if weight > 0 or lam ~= '' then
+        local id = url_id(tonumber(redis.call('HGET', sk, fp)))
+        if weight > 0 then inlink(id, host) end
+        if lam ~= '' then give_cash(id, host, tonumber(cash), ARGV[i + 3]) end
+      end
     end
   else
     useq = useq + 1
@@ -147,32 +148,34 @@ for i = first, #ARGV, width do
       admitted[host] = tonumber(redis.call('HGET', hkey(host), 'admitted') or '0')
     end
     local refused = refusal(host, i)
-    redis.call('HSET', ukey(id), 'url', url, 'host', host, 'depth', ARGV[i + 2],
-      'prio', ARGV[i + 3], 'hops', ARGV[i + 4], 'src', ARGV[i + 5],
-      'state', refused and 'excluded' or 'queued', 'version', '1')
-    if ARGV[i + 6] ~= '' then redis.call('HSET', ukey(id), 'cf', ARGV[i + 6]) end
-    if weight > 0 or (lam ~= '' and page_host ~= '') then redis.call('HSET', ukey(id), 'inl', 1) end
-    if lam ~= '' then redis.call('HSET', ukey(id), 'cash', cash, 'lp', lam) end
+    local r = {state = refused and 'excluded' or 'queued', version = '1', prio = ARGV[i + 3],
+      depth = ARGV[i + 2], hops = ARGV[i + 4], src = ARGV[i + 5], hn = host_num(host),
+      path = path_of(url, host), cf = ARGV[i + 6]}
+    if weight > 0 or (lam ~= '' and page_host ~= '') then r.inl = '1' end
+    if lam ~= '' then r.cash, r.lp = cash, lam end
     if refused then
       -- Remembered, so the link seen again later counts as seen, not as a new rejection.
-      redis.call('HSET', ukey(id), 'reason', refused == 1 and 'budget_host' or reasons[refused - 1])
+      r.reason = refused == 1 and 'budget_host' or reasons[refused - 1]
       rejected[refused] = rejected[refused] + 1
     else
       for b = 1, nb do
-        local key = ARGV[i + 6 + b]
+        local key = ARGV[i + 7 + b]
         counts[host][key] = counts[host][key] + 1
         dirty[host] = dirty[host] or {}
         dirty[host][key] = true
       end
       admitted[host] = admitted[host] + 1
       touched[host] = (touched[host] or 0) + 1
+      local id = url_id(useq)
       redis.call('ZADD', qkey(host), ARGV[i + 3], id)
       added = added + 1
       if host == page_host then focus[#focus + 1] = id; focus[#focus + 1] = url end
     end
+    rec_new(useq, r)
   end
 end
 redis.call('HSET', ST, 'useq', string.format('%d', useq))
+seen_grow(useq)
 redis.call('HINCRBY', ST, 'queued', added)
 for host, keys in pairs(dirty) do
   for key in pairs(keys) do

@@ -23,11 +23,13 @@
 -- lost reply tells it from a duplicate call), -1 illegal transition (nothing written).
 local id, lid, version, epoch, state = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local max_in_flight = tonumber(ARGV[11])
-local host = current_page(id, lid, version, epoch)
-if not host then
-  if redis.call('HGET', ukey(id), 'lease') == '~' .. lid then return {{}, {2, 0}} end
+local r, key, at = leased_record(id, lid, version, epoch)
+if not r then
+  local seen = rec_get(id)
+  if seen and seen.lease == '~' .. lid then return {{}, {2, 0}} end
   return {{}, {0, 0}}
 end
+local host = host_of(r)
 -- lifecycle.py TRANSITIONS['leased'], checked before any write.
 local allowed = {queued = true, fetched = true, redirected = true, excluded = true, failed = true,
   not_modified = true}
@@ -35,7 +37,6 @@ if not allowed[state] then return {{}, {-1, 0}} end
 -- Only a completion with a revisit plan changes the due set.
 local due = state ~= 'queued' and ARGV[21] ~= ''
 local before = marks(due)
-local u = ukey(id)
 -- What the visit learned about its host: written only by the current lease, before its token
 -- goes back, so the host's next lease reads it.
 local notes = tonumber(ARGV[28])
@@ -46,14 +47,13 @@ if notes > 0 then
 end
 local w = 29 + 2 * notes  -- where the sink and its URL ids begin
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
-redis.call('HSET', u, 'state', state, 'reason', ARGV[7], 'lease', '~' .. lid, 'epoch', '',
-  'at', ARGV[14])
-if ARGV[9] ~= '' then redis.call('HSET', u, 'etag', ARGV[9]) end
-if ARGV[10] ~= '' then redis.call('HSET', u, 'lm', ARGV[10]) end
+r.state, r.reason, r.lease, r.epoch, r.at = state, ARGV[7], '~' .. lid, nil, ARGV[14]
+if ARGV[9] ~= '' then r.etag = ARGV[9] end
+if ARGV[10] ~= '' then r.lm = ARGV[10] end
 if state ~= 'queued' and ARGV[21] ~= '' then
-  redis.call('HSET', u, 'ri', ARGV[20], 'nf', ARGV[21])
-  if ARGV[22] == '1' then redis.call('HSET', u, 'lc', ARGV[14]) end
-  if ARGV[23] ~= '' then redis.call('HSET', u, 'ch', ARGV[23]) end
+  r.ri, r.nf = ARGV[20], ARGV[21]
+  if ARGV[22] == '1' then r.lc = ARGV[14] end
+  if ARGV[23] ~= '' then r.ch = ARGV[23] end
   redis.call('ZADD', DUE, ARGV[21], id)
 end
 end_lease(host, 'P|' .. id .. '|' .. lid)
@@ -63,7 +63,7 @@ if state == 'excluded' and (ARGV[7] == 'robots' or ARGV[7] == 'robots_unavailabl
 end
 if state == 'queued' then
   -- A retry keeps its attempt count and its version: versions count visits, not tries.
-  redis.call('ZADD', qkey(host), redis.call('HGET', u, 'prio'), id)
+  redis.call('ZADD', qkey(host), r.prio, id)
   redis.call('HINCRBY', ST, 'queued', 1)
 end
 if ARGV[15] ~= '' then redis.call('HSET', hkey(host), 'backoff', ARGV[15]) end
@@ -83,28 +83,27 @@ end
 local kept = ''
 if ARGV[25] ~= '' and state ~= 'queued' then
   -- The page handed its cash on; a share that reached it while leased stays for its next visit.
-  local left = tonumber(redis.call('HGET', u, 'cash') or '0') - tonumber(ARGV[25])
+  local left = tonumber(r.cash or '0') - tonumber(ARGV[25])
   if left < 0 then left = 0 end
-  redis.call('HSET', u, 'cash', string.format('%.17g', left))
+  r.cash = string.format('%.17g', left)
   if left > 0 then
-    kept = string.format('%.17g', left)
+    kept = r.cash
   else
     local prio = tonumber(ARGV[27])
-    if tonumber(redis.call('HGET', u, 'prio')) < 0 then prio = prio - REVISIT_BAND end
-    redis.call('HSET', u, 'prio', string.format('%d', prio))
+    if tonumber(r.prio) < 0 then prio = prio - REVISIT_BAND end
+    r.prio = string.format('%d', prio)
   end
-  if tonumber(ARGV[26]) > tonumber(redis.call('HGET', u, 'lp') or '0') then
-    redis.call('HSET', u, 'lp', ARGV[26])
-  end
+  if tonumber(ARGV[26]) > tonumber(r.lp or '0') then r.lp = ARGV[26] end
 end
+rec_set(key, at, r)
 local sink = tonumber(ARGV[w])
 if sink ~= 0 then
   for i = w + 1, #ARGV do
-    local v = redis.call('HMGET', ukey(ARGV[i]), 'state', 'prio')
-    if v[1] == 'queued' then
-      local prio = string.format('%d', tonumber(v[2]) + sink)
-      redis.call('HSET', ukey(ARGV[i]), 'prio', prio)
-      redis.call('ZADD', qkey(host), prio, ARGV[i])
+    local link, lkey, j = rec_get(ARGV[i])
+    if link and link.state == 'queued' then
+      link.prio = string.format('%d', tonumber(link.prio) + sink)
+      rec_set(lkey, j, link)
+      redis.call('ZADD', qkey(host), link.prio, ARGV[i])
     end
   end
 end

@@ -20,11 +20,11 @@ for _, member in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', ARGV[2])) do
     resched(a, max_in_flight)
     expired = expired + 1
   else
-    local host = redis.call('HGET', ukey(a), 'host')
-    local v = redis.call('HMGET', ukey(a), 'state', 'lease')
-    if v[1] == 'leased' and v[2] == b then
+    local r, key, at = rec_get(a)
+    if r and r.state == 'leased' and r.lease == b then
+      local host = host_of(r)
       move_clock(host, hold)
-      give_back_page(host, a, b, 1, max_in_flight)
+      give_back_page(host, a, b, 1, max_in_flight, r, key, at)
       expired = expired + 1
     else
       redis.call('ZREM', LEASES, member)  -- cannot happen: every ending removes its entry

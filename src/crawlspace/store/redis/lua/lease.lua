@@ -65,16 +65,15 @@ while granted < limit do
     else
       local id = take(host)
       if id then
-        local u = ukey(id)
-        local attempt = redis.call('HINCRBY', u, 'attempts', 1)
-        redis.call('HSET', u, 'state', 'leased', 'lease', lid, 'epoch', epoch)
+        local r, key, at = rec_get(id)
+        r.attempts = string.format('%d', (tonumber(r.attempts) or 0) + 1)
+        r.state, r.lease, r.epoch = 'leased', lid, epoch
+        rec_set(key, at, r)
         redis.call('ZADD', LEASES, expires_at, 'P|' .. id .. '|' .. lid)
         redis.call('HINCRBY', h, 'inflight', 1)
-        local v = redis.call('HMGET', u, 'url', 'version', 'depth', 'hops', 'etag', 'lm', 'src',
-          'ri', 'ch', 'cf', 'cash', 'lp')
-        local rec = {'page', lid, host, v[1], id, v[2], string.format('%d', attempt), v[3], v[4],
-          v[5] or '', v[6] or '', v[7], hv[2] or '0', hv[3] or '0', v[8] or '', v[9] or '',
-          v[10] or '', v[11] or '', v[12] or ''}
+        local rec = {'page', lid, host, rec_url(r, host), id, r.version, r.attempts, r.depth,
+          r.hops, r.etag or '', r.lm or '', r.src, hv[2] or '0', hv[3] or '0', r.ri or '',
+          r.ch or '', r.cf or '', r.cash or '', r.lp or ''}
         for _, f in ipairs(rec) do out[#out + 1] = f end
         granted = granted + 1
         dequeued = dequeued + 1

@@ -16,19 +16,19 @@ local hosts = {}
 local due = redis.call('ZRANGEBYSCORE', DUE, '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, limit)
 for i = 1, #due, 2 do
   local id, at = due[i], due[i + 1]
-  local u = ukey(id)
   redis.call('ZREM', DUE, id)
-  local v = redis.call('HMGET', u, 'state', 'host', 'prio')
-  if revisitable[v[1]] then
-    local prio = tonumber(v[3])
+  local r, key, j = rec_get(id)
+  if r and revisitable[r.state] then
+    local prio = tonumber(r.prio)
     if prio < 0 then prio = prio + band end
-    prio = string.format('%d', prio - band)
-    redis.call('HSET', u, 'state', 'queued', 'reason', '', 'attempts', 0, 'prio', prio,
-      'due', at, 'nf', '')
-    redis.call('HINCRBY', u, 'version', 1)
-    redis.call('ZADD', qkey(v[2]), prio, id)
+    r.prio = string.format('%d', prio - band)
+    r.state, r.reason, r.attempts, r.due, r.nf = 'queued', nil, '0', at, nil
+    r.version = string.format('%d', tonumber(r.version) + 1)
+    rec_set(key, j, r)
+    local host = host_of(r)
+    redis.call('ZADD', qkey(host), r.prio, id)
     redis.call('HINCRBY', ST, 'queued', 1)
-    hosts[v[2]] = true
+    hosts[host] = true
     promoted = promoted + 1
   end
 end

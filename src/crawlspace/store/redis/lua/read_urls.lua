@@ -1,17 +1,31 @@
--- One page of this bucket's URL records (`crawlspace export --frontier --what urls`). Read-only.
--- One HSCAN page of the seen set per call, so a call stays short however large the bucket.
--- ARGV: prefix, cursor ('0' to start), page size. Returns {next cursor, json, json, ...}: each
--- record is its URL hash plus its id as one JSON object, which the client decodes in one C call
--- instead of parsing every field as a reply of its own.
-local page = redis.call('HSCAN', P .. 'seen', ARGV[2], 'COUNT', ARGV[3])
-local out = {page[1]}
-local entries = page[2]
-for i = 2, #entries, 2 do  -- url, id, url, id, ...
-  local f = redis.call('HGETALL', ukey(entries[i]))
-  if #f > 0 then
-    local rec = {id = entries[i]}
-    for j = 1, #f, 2 do rec[f[j]] = f[j + 1] end
-    out[#out + 1] = cjson.encode(rec)
+-- URL records as JSON objects (`crawlspace export --frontier --what urls`, url lookups of
+-- store/redis/views.py), each its decoded fields plus id, url and host: the client decodes one
+-- in one C call instead of parsing every field as a reply of its own. Read-only.
+-- ARGV: prefix, then
+--   scan cursor limit   whole record lists from `cursor` ('0' to start) until at least `limit`
+--                       records: {next cursor (0: done), json, json, ...}
+--   ids id ...          {json or '' (no such URL), ...} in the order asked
+--   fps fingerprint ... the same by seen-set fingerprint (codec.py fingerprint)
+local function json(id, r)
+  local host = host_of(r)
+  r.id, r.url, r.host, r.path, r.hn = id, rec_url(r, host), host, nil, nil
+  return cjson.encode(r)
+end
+local mode = ARGV[2]
+if mode == 'scan' then
+  local page, cursor = rec_page(ARGV[3], tonumber(ARGV[4]))
+  local out = {cursor}
+  for i = 1, #page, 2 do out[#out + 1] = json(page[i], page[i + 1]) end
+  return out
+end
+local out = {}
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  if mode == 'fps' then
+    local n = redis.call('HGET', seen_key(id), id)
+    id = n and url_id(tonumber(n))
   end
+  local r = id and rec_get(id)
+  out[#out + 1] = r and json(id, r) or ''
 end
 return out

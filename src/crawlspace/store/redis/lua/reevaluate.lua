@@ -8,17 +8,17 @@
 --            as a new visit (version + 1, attempts 0). Returns {index update, number queued}.
 local op, host = ARGV[2], ARGV[3]
 local RX = P .. 'rx:' .. host
-local function robots_excluded(v)
-  return v[1] == 'excluded' and (v[2] == 'robots' or v[2] == 'robots_unavailable')
+local function robots_excluded(r)
+  return r and r.state == 'excluded' and (r.reason == 'robots' or r.reason == 'robots_unavailable')
 end
 if op == 'list' then
   local limit, out = tonumber(ARGV[4]), {}
   for _, id in ipairs(redis.call('SMEMBERS', RX)) do
-    local v = redis.call('HMGET', ukey(id), 'state', 'reason', 'url')
-    if not robots_excluded(v) then
+    local r = rec_get(id)
+    if not robots_excluded(r) then
       redis.call('SREM', RX, id)
     elseif #out < 2 * limit then
-      out[#out + 1] = id; out[#out + 1] = v[3]
+      out[#out + 1] = id; out[#out + 1] = rec_url(r, host)
     end
   end
   return out
@@ -29,12 +29,12 @@ local queued = 0
 for i = 5, #ARGV do
   local id = ARGV[i]
   if redis.call('SREM', RX, id) == 1 then
-    local u = ukey(id)
-    local v = redis.call('HMGET', u, 'state', 'reason', 'prio')
-    if robots_excluded(v) then
-      redis.call('HSET', u, 'state', 'queued', 'reason', '', 'attempts', 0)
-      redis.call('HINCRBY', u, 'version', 1)
-      redis.call('ZADD', qkey(host), v[3], id)
+    local r, key, j = rec_get(id)
+    if robots_excluded(r) then
+      r.state, r.reason, r.attempts = 'queued', nil, '0'
+      r.version = string.format('%d', tonumber(r.version) + 1)
+      rec_set(key, j, r)
+      redis.call('ZADD', qkey(host), r.prio, id)
       redis.call('HINCRBY', ST, 'queued', 1)
       queued = queued + 1
     end

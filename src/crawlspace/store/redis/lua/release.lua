@@ -11,8 +11,8 @@ if kind == 'robots' then
   give_back_robots(host, lid, max_in_flight)
   return {index_update(before), 1}
 end
-local owner = current_page(id, lid, ARGV[6], ARGV[7])
-if owner ~= host then return {{}, 0} end
+local r, key, at = leased_record(id, lid, ARGV[6], ARGV[7])
+if not r or host_of(r) ~= host then return {{}, 0} end
 move_clock(host, ARGV[9])
-give_back_page(host, id, lid, 0, max_in_flight)
+give_back_page(host, id, lid, 0, max_in_flight, r, key, at)
 return {index_update(before), 1}

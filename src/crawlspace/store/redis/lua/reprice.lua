@@ -9,16 +9,16 @@ local before = marks()
 local hosts = {}
 local written = 0
 for i = 3, #ARGV, 3 do
-  local u = ukey(ARGV[i])
-  local v = redis.call('HMGET', u, 'cash', 'state', 'host', 'prio')
-  if v[1] == ARGV[i + 1] then
+  local r, key, j = rec_get(ARGV[i])
+  if r and r.cash == ARGV[i + 1] then
     local prio = tonumber(ARGV[i + 2])
-    if tonumber(v[4]) < 0 then prio = prio - REVISIT_BAND end
-    prio = string.format('%d', prio)
-    redis.call('HSET', u, 'prio', prio)
-    if v[2] == 'queued' then
-      redis.call('ZADD', qkey(v[3]), prio, ARGV[i])
-      hosts[v[3]] = true
+    if tonumber(r.prio) < 0 then prio = prio - REVISIT_BAND end
+    r.prio = string.format('%d', prio)
+    rec_set(key, j, r)
+    if r.state == 'queued' then
+      local host = host_of(r)
+      redis.call('ZADD', qkey(host), r.prio, ARGV[i])
+      hosts[host] = true
     end
     written = written + 1
   end
