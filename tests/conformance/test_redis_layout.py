@@ -87,7 +87,6 @@ FULL = {
     "lease": "~e7.b3.99",
     "epoch": "7",
     "reason": "http_status",
-    "inl": "9",
     "at": "1733500000.125",
     "etag": 'W/"a b|c"',
     "lm": "Sun, 06 Dec 2026 15:00:00 GMT",

@@ -29,14 +29,16 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
                                (pages today), wp/wn/wr/wf (discovery window), rv/nw (revisit
                                share tally)
     {ns:bN}:k:<host>    hash   keyed budget counters (URL template -> URLs admitted)
-    {ns:bN}:q:<host>    zset   url id -> priority (ties: id order, i.e. admission order)
+    {ns:bN}:q:<host>    zset   a URL's useq, 5 bytes big-endian (lua/_common.lua qmember) ->
+                               priority (ties: admission order)
     {ns:bN}:r:<host>    hash   the robots.txt record
     {ns:bN}:u:<g>       list   URL records, packed: url id = useq x buckets + bucket, its record
                                element (useq - 1) % 128 of list g = (useq - 1) // 128; fields
                                state, version, prio, depth, hops, src, hn (host number), path
                                (the URL without its host key), attempts, lease, epoch, reason,
-                               inl (in-links), at, etag, lm, ri/nf/lc/ch/cf/due (recrawl),
-                               cash/lp (AOPIC): lua/_common.lua REC_FIELDS
+                               at, etag, lm, ri/nf/lc/ch/cf/due (recrawl), cash/lp (AOPIC):
+                               lua/_common.lua REC_FIELDS
+    {ns:bN}:i:<g>       hash   index in list u:<g> -> the URL's in-link count (add.lua)
     {ns:bN}:hs          list   host keys by host number (a host's hash keeps its number, 'n')
 
 Crawl-wide keys: ``{ns}:buckets`` (with the layout's version), ``{ns}:fpkey`` (the secret

@@ -44,9 +44,38 @@ local function qkey(host) return P .. 'q:' .. host end
 local BUCKET = tonumber(string.match(P, 'b(%d+)}:$'))
 local REC_GROUP = 128
 local function url_id(useq) return string.format('%016d', useq * BUCKETS + BUCKET) end
-local function rec_slot(id)
+-- A URL's member in its host queue: its useq in 5 bytes, big-endian, so equal priorities sort by
+-- admission (members compare as bytes) in 7 bytes of listpack, where the 16-digit id took 18.
+local function qmember(id)
+  local u = (tonumber(id) - BUCKET) / BUCKETS
+  local b5 = u % 256; u = (u - b5) / 256
+  local b4 = u % 256; u = (u - b4) / 256
+  local b3 = u % 256; u = (u - b3) / 256
+  local b2 = u % 256
+  return string.char((u - b2) / 256, b2, b3, b4, b5)
+end
+local function qmember_id(m)
+  local b1, b2, b3, b4, b5 = string.byte(m, 1, 5)
+  return url_id((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5)
+end
+local function url_slot(id)  -- the URL's record list number and its index there
   local i = (tonumber(id) - BUCKET) / BUCKETS - 1
-  return P .. 'u:' .. math.floor(i / REC_GROUP), i % REC_GROUP
+  return string.format('%d', math.floor(i / REC_GROUP)), i % REC_GROUP
+end
+local function rec_slot(id)
+  local g, i = url_slot(id)
+  return P .. 'u:' .. g, i
+end
+-- In-link counts (add.lua) live beside the records, in a small hash i:<g> per record list
+-- (index -> count), not in them: a link to a known URL is then one HINCRBY, where a field of
+-- the packed record would cost a read, a decode, an encode and a write.
+local function add_inlinks(id, n)
+  local g, i = url_slot(id)
+  return redis.call('HINCRBY', P .. 'i:' .. g, i, n)
+end
+local function inlinks_of(id)
+  local g, i = url_slot(id)
+  return tonumber(redis.call('HGET', P .. 'i:' .. g, i) or '0')
 end
 
 -- A record is its fields' values in REC_FIELDS order, joined by the unit separator (US, byte
@@ -55,8 +84,8 @@ end
 -- `path` is the URL without its host key when it starts with it (rec_url), `hn` the host's
 -- number in the bucket (host_num). Decoded, an empty field is nil, as HMGET's absent field was.
 local REC_FIELDS = {'state', 'version', 'prio', 'depth', 'hops', 'src', 'hn', 'path', 'attempts',
-  'lease', 'epoch', 'reason', 'inl', 'at', 'etag', 'lm', 'ri', 'nf', 'lc', 'ch', 'cf', 'due',
-  'cash', 'lp'}
+  'lease', 'epoch', 'reason', 'at', 'etag', 'lm', 'ri', 'nf', 'lc', 'ch', 'cf', 'due', 'cash',
+  'lp'}
 local STATE_CODES = {queued = 'q', leased = 'l', fetched = 'f', redirected = 'r', excluded = 'x',
   failed = 'e', not_modified = 'n'}
 local STATE_NAMES = {q = 'queued', l = 'leased', f = 'fetched', r = 'redirected', x = 'excluded',
@@ -79,9 +108,9 @@ end
 local function rec_encode(r)
   local out = {STATE_CODES[r.state] or r.state or '', r.version or '', r.prio or '',
     r.depth or '', r.hops or '', SRC_CODES[r.src] or r.src or '', r.hn or '', r.path or '',
-    r.attempts or '', r.lease or '', r.epoch or '', r.reason or '', r.inl or '', r.at or '',
-    r.etag or '', r.lm or '', r.ri or '', r.nf or '', r.lc or '', r.ch or '', r.cf or '',
-    r.due or '', r.cash or '', r.lp or ''}
+    r.attempts or '', r.lease or '', r.epoch or '', r.reason or '', r.at or '', r.etag or '',
+    r.lm or '', r.ri or '', r.nf or '', r.lc or '', r.ch or '', r.cf or '', r.due or '',
+    r.cash or '', r.lp or ''}
   local n = #REC_FIELDS
   while n > 0 and out[n] == '' do n = n - 1 end
   return table.concat(out, '\31', 1, n)
@@ -163,7 +192,8 @@ end
 -- the bucket grows, and growing moves one small hash at a time (seen_grow). ST keeps the level
 -- 'sl' and the split pointer 'sp'.
 local SEEN_LOAD = 48
-local SEEN_LEVEL, SEEN_SPLIT = nil, nil
+local SEEN_LEVEL, SEEN_SPLIT, SEEN_N = nil, nil, nil
+local SEEN_KEYS = {}  -- address -> key name, each built once per call
 local function seen_addr(fp)
   local b1, b2, b3, b4 = string.byte(fp, 5, 8)
   return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
@@ -172,12 +202,18 @@ local function seen_key(fp)
   if not SEEN_LEVEL then
     local v = redis.call('HMGET', ST, 'sl', 'sp')
     SEEN_LEVEL, SEEN_SPLIT = tonumber(v[1] or '0'), tonumber(v[2] or '0')
+    SEEN_N = 2 ^ SEEN_LEVEL
   end
-  local n = 2 ^ SEEN_LEVEL
-  local a = seen_addr(fp)
-  local h = a % n
-  if h < SEEN_SPLIT then h = a % (2 * n) end
-  return P .. 's:' .. string.format('%d', h)
+  local b1, b2, b3, b4 = string.byte(fp, 5, 8)  -- (seen_addr, inlined: called once per link)
+  local a = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  local h = a % SEEN_N
+  if h < SEEN_SPLIT then h = a % (2 * SEEN_N) end
+  local key = SEEN_KEYS[h]
+  if not key then
+    key = P .. 's:' .. h  -- (an integer below 2^32: Lua writes it without a decimal point)
+    SEEN_KEYS[h] = key
+  end
+  return key
 end
 -- After admissions brought the bucket to `count` URLs: split hashes until the load is back.
 local function seen_grow(count)
@@ -201,7 +237,7 @@ local function seen_grow(count)
       redis.call('HSET', to, unpack(moved))
     end
     SEEN_SPLIT = SEEN_SPLIT + 1
-    if SEEN_SPLIT == n then SEEN_LEVEL, SEEN_SPLIT = SEEN_LEVEL + 1, 0 end
+    if SEEN_SPLIT == n then SEEN_LEVEL, SEEN_SPLIT, SEEN_N = SEEN_LEVEL + 1, 0, 2 * n end
     grew = true
   end
   if grew then
@@ -370,7 +406,7 @@ local function give_back_page(host, id, lid, tried, max_in_flight, r, key, i)
   r.state, r.lease, r.epoch = 'queued', nil, nil
   if tried == 0 then r.attempts = string.format('%d', (tonumber(r.attempts) or 0) - 1) end
   rec_set(key, i, r)
-  redis.call('ZADD', qkey(host), r.prio, id)
+  redis.call('ZADD', qkey(host), r.prio, qmember(id))
   redis.call('HINCRBY', ST, 'queued', 1)
   end_lease(host, 'P|' .. id .. '|' .. lid)
   resched(host, max_in_flight)

@@ -83,67 +83,67 @@ local function readmit(fp, host, i)
   rec_set(key, at, r)
   admitted[host] = admitted[host] + 1
   touched[host] = (touched[host] or 0) + 1
-  redis.call('ZADD', qkey(host), ARGV[i + 3], id)
+  redis.call('ZADD', qkey(host), ARGV[i + 3], qmember(id))
   added = added + 1
   return true
 end
 
 -- A known URL one more page links to: its in-link count, and points while it waits.
 local function inlink(id, host)
+  local before = add_inlinks(id, 1) - 1
+  if before < 1 or before > inlink_cap then return end
   local r, key, at = rec_get(id)
-  local before = tonumber(r.inl or '0')
-  r.inl = string.format('%d', before + 1)
-  if r.state == 'queued' and before >= 1 and before <= inlink_cap then
+  if r.state == 'queued' then
     local prio = tonumber(r.prio)
     if prio >= 0 then prio = math.max(prio - weight, 0) else prio = prio - weight end
     r.prio = string.format('%d', prio)
-    redis.call('ZADD', qkey(host), r.prio, id)
+    rec_set(key, at, r)
+    redis.call('ZADD', qkey(host), r.prio, qmember(id))
     touched[host] = touched[host] or 0  -- its head may be better now: resched moves its band
   end
-  rec_set(key, at, r)
 end
 
 -- AOPIC: a known URL gains `cash`, from a page's link (an in-link too) or as a seed's endowment
 -- (at `prio`, the price of a seed's cash). A link's gift is priced by the client (reprice.lua).
 local repriced = {}  -- id, cash of each URL whose cash a link grew
 local function give_cash(id, host, gift, prio)
-  local r, key, at = rec_get(id)
-  local held = tonumber(r.cash or '0')
-  if page_host == '' then
-    if r.state ~= 'queued' or r.version ~= '1' or held > 0 or tonumber(r.inl or '0') > 0 then
-      return
-    end
-    r.lp, r.cash, r.prio = lam, string.format('%.17g', gift), prio
+  if page_host ~= '' then
+    if weight == 0 then add_inlinks(id, 1) end  -- (with in-link points on, inlink() counted it)
+    if not (gift > 0) then return end
+    local r, key, at = rec_get(id)
+    r.cash = string.format('%.17g', tonumber(r.cash or '0') + gift)
     rec_set(key, at, r)
-    redis.call('ZADD', qkey(host), prio, id)
-    touched[host] = touched[host] or 0
-    return
-  end
-  if weight == 0 then  -- (with in-link points on, inlink() counted it already)
-    r.inl = string.format('%d', tonumber(r.inl or '0') + 1)
-  end
-  if gift > 0 then
-    r.cash = string.format('%.17g', held + gift)
     repriced[#repriced + 1] = id
     repriced[#repriced + 1] = r.cash
+    return
   end
+  local r, key, at = rec_get(id)
+  if r.state ~= 'queued' or r.version ~= '1' or tonumber(r.cash or '0') > 0
+    or inlinks_of(id) > 0
+  then
+    return
+  end
+  r.lp, r.cash, r.prio = lam, string.format('%.17g', gift), prio
   rec_set(key, at, r)
+  redis.call('ZADD', qkey(host), prio, qmember(id))
+  touched[host] = touched[host] or 0
 end
-
 for i = first, #ARGV, width do
   local url, host, fp = ARGV[i], ARGV[i + 1], ARGV[i + 7]
   local sk = seen_key(fp)
-  if redis.call('HSETNX', sk, fp, string.format('%d', useq + 1)) == 0 then
+  local known = redis.call('HGET', sk, fp)  -- (seen first: most links of a page are known)
+  if known then
     if not (deep and readmit(fp, host, i)) then
       seen = seen + 1
       if weight > 0 or lam ~= '' then
-        local id = url_id(tonumber(redis.call('HGET', sk, fp)))
+        local id = url_id(tonumber(known))
         if weight > 0 then inlink(id, host) end
         if lam ~= '' then give_cash(id, host, tonumber(cash), ARGV[i + 3]) end
       end
     end
   else
     useq = useq + 1
+    redis.call('HSET', sk, fp, string.format('%d', useq))
     if admitted[host] == nil then
       admitted[host] = tonumber(redis.call('HGET', hkey(host), 'admitted') or '0')
     end
@@ -151,7 +151,6 @@ for i = first, #ARGV, width do
     local r = {state = refused and 'excluded' or 'queued', version = '1', prio = ARGV[i + 3],
       depth = ARGV[i + 2], hops = ARGV[i + 4], src = ARGV[i + 5], hn = host_num(host),
       path = path_of(url, host), cf = ARGV[i + 6]}
-    if weight > 0 or (lam ~= '' and page_host ~= '') then r.inl = '1' end
     if lam ~= '' then r.cash, r.lp = cash, lam end
     if refused then
       -- Remembered, so the link seen again later counts as seen, not as a new rejection.
@@ -167,11 +166,12 @@ for i = first, #ARGV, width do
       admitted[host] = admitted[host] + 1
       touched[host] = (touched[host] or 0) + 1
       local id = url_id(useq)
-      redis.call('ZADD', qkey(host), ARGV[i + 3], id)
+      redis.call('ZADD', qkey(host), ARGV[i + 3], qmember(id))
       added = added + 1
       if host == page_host then focus[#focus + 1] = id; focus[#focus + 1] = url end
     end
     rec_new(useq, r)
+    if weight > 0 or (lam ~= '' and page_host ~= '') then add_inlinks(url_id(useq), 1) end
   end
 end
 redis.call('HSET', ST, 'useq', string.format('%d', useq))

@@ -63,7 +63,7 @@ if state == 'excluded' and (ARGV[7] == 'robots' or ARGV[7] == 'robots_unavailabl
 end
 if state == 'queued' then
   -- A retry keeps its attempt count and its version: versions count visits, not tries.
-  redis.call('ZADD', qkey(host), r.prio, id)
+  redis.call('ZADD', qkey(host), r.prio, qmember(id))
   redis.call('HINCRBY', ST, 'queued', 1)
 end
 if ARGV[15] ~= '' then redis.call('HSET', hkey(host), 'backoff', ARGV[15]) end
@@ -103,7 +103,7 @@ if sink ~= 0 then
     if link and link.state == 'queued' then
       link.prio = string.format('%d', tonumber(link.prio) + sink)
       rec_set(lkey, j, link)
-      redis.call('ZADD', qkey(host), link.prio, ARGV[i])
+      redis.call('ZADD', qkey(host), link.prio, qmember(ARGV[i]))
     end
   end
 end

@@ -21,20 +21,21 @@ local out = {}
 local function take(host)
   local q = qkey(host)
   local head = redis.call('ZPOPMIN', q)
-  if #head == 0 or tonumber(head[2]) >= 0 then return head[1] end
+  if #head == 0 then return nil end
+  if tonumber(head[2]) >= 0 then return qmember_id(head[1]) end
   local new = redis.call('ZRANGEBYSCORE', q, 0, '+inf', 'LIMIT', 0, 1)
-  if #new == 0 then return head[1] end
+  if #new == 0 then return qmember_id(head[1]) end
   local h = hkey(host)
   local t = redis.call('HMGET', h, 'rv', 'nw')
   local rv, nw = tonumber(t[1] or '0'), tonumber(t[2] or '0')
   if rv < share * (rv + nw + 1) then
     redis.call('HINCRBY', h, 'rv', 1)
-    return head[1]
+    return qmember_id(head[1])
   end
   redis.call('HINCRBY', h, 'nw', 1)
   redis.call('ZADD', q, head[2], head[1])
   redis.call('ZREM', q, new[1])
-  return new[1]
+  return qmember_id(new[1])
 end
 
 local granted, dequeued = 0, 0

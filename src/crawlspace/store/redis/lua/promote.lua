@@ -26,7 +26,7 @@ for i = 1, #due, 2 do
     r.version = string.format('%d', tonumber(r.version) + 1)
     rec_set(key, j, r)
     local host = host_of(r)
-    redis.call('ZADD', qkey(host), r.prio, id)
+    redis.call('ZADD', qkey(host), r.prio, qmember(id))
     redis.call('HINCRBY', ST, 'queued', 1)
     hosts[host] = true
     promoted = promoted + 1

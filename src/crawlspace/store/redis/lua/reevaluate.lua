@@ -34,7 +34,7 @@ for i = 5, #ARGV do
       r.state, r.reason, r.attempts = 'queued', nil, '0'
       r.version = string.format('%d', tonumber(r.version) + 1)
       rec_set(key, j, r)
-      redis.call('ZADD', qkey(host), r.prio, id)
+      redis.call('ZADD', qkey(host), r.prio, qmember(id))
       redis.call('HINCRBY', ST, 'queued', 1)
       queued = queued + 1
     end

@@ -17,7 +17,7 @@ for i = 3, #ARGV, 3 do
     rec_set(key, j, r)
     if r.state == 'queued' then
       local host = host_of(r)
-      redis.call('ZADD', qkey(host), r.prio, ARGV[i])
+      redis.call('ZADD', qkey(host), r.prio, qmember(ARGV[i]))
       hosts[host] = true
     end
     written = written + 1
