@@ -153,3 +153,29 @@ def test_a_url_outside_its_host_key_and_a_hostile_validator(client: Any) -> None
         "lease": f"~{lease.lease_id}",
         "at": "2.0",
     }
+
+
+def test_a_queued_priority_moves_without_decoding_the_rest(client: Any) -> None:
+    """rec_requeued (in-links, a page's sink) rewrites the third field in place: the record
+    decodes to the same fields with the moved priority, and nothing happens unless queued."""
+    frontier = RedisFrontier(client, namespace=fresh_namespace(), buckets=1, epoch=0)
+    body = (
+        "local r = {}\nfor i = 3, #ARGV, 2 do r[ARGV[i]] = ARGV[i + 1] end\n"
+        "local packed, moved = rec_requeued(rec_encode(r), function(p) return p + ARGV[2] end)\n"
+        "if not packed then return false end\n"
+        "return {cjson.encode(rec_decode(packed)), moved}\n"
+    )
+    script = compose_script(body, frontier.front, frontier.buckets)
+    prefix = frontier.key_prefix(0)
+
+    def move(record: dict[str, str], by: int) -> tuple[dict[str, str], str] | None:
+        fields = [x for pair in record.items() for x in pair]
+        reply = client.eval(script, 1, prefix + "st", prefix, by, *fields)
+        return None if reply is None else (json.loads(reply[0]), reply[1])
+
+    queued = {**FULL, "state": "queued", "prio": "7"}
+    assert move(queued, -3) == ({**queued, "prio": "4"}, "4")
+    short = {"state": "queued", "version": "1", "prio": "-12"}  # the priority is the last field
+    assert move(short, -1) == ({**short, "prio": "-13"}, "-13")
+    assert move({**queued, "state": "leased"}, -3) is None
+    assert move({**queued, "state": "excluded"}, -3) is None

@@ -40,10 +40,12 @@ local function qkey(host) return P .. 'q:' .. host end
 -- element (useq - 1) % REC_GROUP of the list u:<(useq - 1) // REC_GROUP>. A list, not a hash:
 -- its elements are packed with no field name and no length limit (a hash leaves its compact
 -- listpack encoding for good once one value passes hash-max-listpack-value, 64 bytes by default,
--- shorter than many URLs).
+-- shorter than many URLs). (These paragraphs are small because a script pays, on every call,
+-- for each one it uses: trim_prelude in scripts.py.)
 local BUCKET = tonumber(string.match(P, 'b(%d+)}:$'))
 local REC_GROUP = 128
 local function url_id(useq) return string.format('%016d', useq * BUCKETS + BUCKET) end
+
 -- A URL's member in its host queue: its useq in 5 bytes, big-endian, so equal priorities sort by
 -- admission (members compare as bytes) in 7 bytes of listpack, where the 16-digit id took 18.
 local function qmember(id)
@@ -54,18 +56,22 @@ local function qmember(id)
   local b2 = u % 256
   return string.char((u - b2) / 256, b2, b3, b4, b5)
 end
+
 local function qmember_id(m)
   local b1, b2, b3, b4, b5 = string.byte(m, 1, 5)
   return url_id((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5)
 end
+
 local function url_slot(id)  -- the URL's record list number and its index there
   local i = (tonumber(id) - BUCKET) / BUCKETS - 1
   return string.format('%d', math.floor(i / REC_GROUP)), i % REC_GROUP
 end
+
 local function rec_slot(id)
   local g, i = url_slot(id)
   return P .. 'u:' .. g, i
 end
+
 -- In-link counts (add.lua) live beside the records, in a small hash i:<g> per record list
 -- (index -> count), not in them: a link to a known URL is then one HINCRBY, where a field of
 -- the packed record would cost a read, a decode, an encode and a write.
@@ -86,12 +92,8 @@ end
 local REC_FIELDS = {'state', 'version', 'prio', 'depth', 'hops', 'src', 'hn', 'path', 'attempts',
   'lease', 'epoch', 'reason', 'at', 'etag', 'lm', 'ri', 'nf', 'lc', 'ch', 'cf', 'due', 'cash',
   'lp'}
-local STATE_CODES = {queued = 'q', leased = 'l', fetched = 'f', redirected = 'r', excluded = 'x',
-  failed = 'e', not_modified = 'n'}
 local STATE_NAMES = {q = 'queued', l = 'leased', f = 'fetched', r = 'redirected', x = 'excluded',
   e = 'failed', n = 'not_modified'}
-local SRC_CODES = {link = 'k', seed = 's', sitemap = 'm', sitemap_entry = 'e', redirect = 'r',
-  ascend = 'a'}
 local SRC_NAMES = {k = 'link', s = 'seed', m = 'sitemap', e = 'sitemap_entry', r = 'redirect',
   a = 'ascend'}
 local function rec_decode(s)
@@ -104,16 +106,43 @@ local function rec_decode(s)
   r.src = SRC_NAMES[r.src] or r.src
   return r
 end
--- (Spelled out, not a loop over REC_FIELDS: half the time in this VM's Lua.)
+
+-- rec_decode's inverse. (Spelled out in REC_FIELDS order, not a loop over it, and the letters
+-- by comparisons, not tables: each halves the time in this VM's Lua, where a script builds its
+-- tables anew on every call.)
+local function state_code(v)
+  if v == 'queued' then return 'q' elseif v == 'leased' then return 'l'
+  elseif v == 'fetched' then return 'f' elseif v == 'excluded' then return 'x'
+  elseif v == 'failed' then return 'e' elseif v == 'redirected' then return 'r'
+  elseif v == 'not_modified' then return 'n' end
+  return v or ''
+end
+local function src_code(v)
+  if v == 'link' then return 'k' elseif v == 'seed' then return 's'
+  elseif v == 'sitemap' then return 'm' elseif v == 'sitemap_entry' then return 'e'
+  elseif v == 'redirect' then return 'r' elseif v == 'ascend' then return 'a' end
+  return v or ''
+end
 local function rec_encode(r)
-  local out = {STATE_CODES[r.state] or r.state or '', r.version or '', r.prio or '',
-    r.depth or '', r.hops or '', SRC_CODES[r.src] or r.src or '', r.hn or '', r.path or '',
+  local out = {state_code(r.state), r.version or '', r.prio or '',
+    r.depth or '', r.hops or '', src_code(r.src), r.hn or '', r.path or '',
     r.attempts or '', r.lease or '', r.epoch or '', r.reason or '', r.at or '', r.etag or '',
     r.lm or '', r.ri or '', r.nf or '', r.lc or '', r.ch or '', r.cf or '', r.due or '',
     r.cash or '', r.lp or ''}
-  local n = #REC_FIELDS
+  local n = 23
   while n > 0 and out[n] == '' do n = n - 1 end
   return table.concat(out, '\31', 1, n)
+end
+
+-- A queued URL's priority moved without decoding its record (in-links, a page's sink): the
+-- record's packed text with its priority (the third field) replaced, if its state (the first)
+-- is queued; else nil.
+local function rec_requeued(s, move)
+  local _, b, state, prio = string.find(s, '^([^\31]*)\31[^\31]*\31([^\31]*)')
+  if state ~= state_code('queued') then return nil end
+  local rest = string.find(s, '\31', b + 1, true)
+  local moved = string.format('%d', move(tonumber(prio)))
+  return string.sub(s, 1, b - #prio) .. moved .. (rest and string.sub(s, rest) or ''), moved
 end
 
 -- A URL's record (nil: no such URL) and where it is, for rec_set.
@@ -123,7 +152,9 @@ local function rec_get(id)
   if not s then return nil end
   return rec_decode(s), key, i
 end
+
 local function rec_set(key, i, r) redis.call('LSET', key, i, rec_encode(r)) end
+
 -- The record of the URL just given `useq`: appended, so its position must be its number.
 local function rec_new(useq, r)
   local key, i = rec_slot(url_id(useq))
@@ -153,34 +184,37 @@ end
 
 -- Host numbers: a record names its host by its number in the bucket's list hs (a host key is
 -- ~20-60 bytes, its number one or two); the host's hash keeps the number ('n').
-local HOSTS = P .. 'hs'
-local HOST_NUMS, HOST_NAMES = {}, {}
+local HOST_NUMS = {}
 local function host_num(host)
   local n = HOST_NUMS[host]
   if n then return n end
   n = redis.call('HGET', hkey(host), 'n')
   if not n then
-    n = string.format('%d', redis.call('RPUSH', HOSTS, host) - 1)
+    n = string.format('%d', redis.call('RPUSH', P .. 'hs', host) - 1)
     redis.call('HSET', hkey(host), 'n', n)
   end
   HOST_NUMS[host] = n
   return n
 end
+
+local HOST_NAMES = {}
 local function host_of(r)
   local n = r.hn
   local host = HOST_NAMES[n]
   if not host then
-    host = redis.call('LINDEX', HOSTS, tonumber(n))
+    host = redis.call('LINDEX', P .. 'hs', tonumber(n))
     HOST_NAMES[n] = host
   end
   return host
 end
+
 local function path_of(url, host)
   if string.sub(url, 1, #host) == host and string.sub(url, #host + 1, #host + 1) == '/' then
     return string.sub(url, #host + 1)
   end
   return url
 end
+
 local function rec_url(r, host)
   if string.sub(r.path, 1, 1) == '/' then return host .. r.path end
   return r.path
@@ -198,12 +232,16 @@ local function seen_addr(fp)
   local b1, b2, b3, b4 = string.byte(fp, 5, 8)
   return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
 end
+-- The bucket's URL count (useq), read with the seen set's level and split pointer: admissions
+-- call this first.
+local function seen_open()
+  local v = redis.call('HMGET', ST, 'useq', 'sl', 'sp')
+  SEEN_LEVEL, SEEN_SPLIT = tonumber(v[2] or '0'), tonumber(v[3] or '0')
+  SEEN_N = 2 ^ SEEN_LEVEL
+  return tonumber(v[1] or '0')
+end
 local function seen_key(fp)
-  if not SEEN_LEVEL then
-    local v = redis.call('HMGET', ST, 'sl', 'sp')
-    SEEN_LEVEL, SEEN_SPLIT = tonumber(v[1] or '0'), tonumber(v[2] or '0')
-    SEEN_N = 2 ^ SEEN_LEVEL
-  end
+  if not SEEN_LEVEL then seen_open() end
   local b1, b2, b3, b4 = string.byte(fp, 5, 8)  -- (seen_addr, inlined: called once per link)
   local a = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
   local h = a % SEEN_N
@@ -215,9 +253,10 @@ local function seen_key(fp)
   end
   return key
 end
+
 -- After admissions brought the bucket to `count` URLs: split hashes until the load is back.
 local function seen_grow(count)
-  seen_key('\0\0\0\0\0\0\0\0')  -- reads the level and split pointer
+  if not SEEN_LEVEL then seen_open() end
   local grew = false
   while count > SEEN_LOAD * (2 ^ SEEN_LEVEL + SEEN_SPLIT) do
     local n = 2 ^ SEEN_LEVEL

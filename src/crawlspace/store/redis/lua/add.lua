@@ -38,7 +38,8 @@ local first = 11 + 2 * nb
 local focus = {}  -- id, url of each URL admitted on the page's host
 local width = 8 + nb
 local before = marks()
-local useq = tonumber(redis.call('HGET', ST, 'useq') or '0')
+local useq = seen_open()
+local first_useq = useq
 local admitted = {}  -- host -> admitted count, read lazily
 local touched = {}   -- host -> URLs admitted by this call
 local counts = {}    -- host -> key -> count, read lazily; written back for touched keys
@@ -89,16 +90,18 @@ local function readmit(fp, host, i)
 end
 
 -- A known URL one more page links to: its in-link count, and points while it waits.
+local function earlier(prio)
+  if prio >= 0 then return math.max(prio - weight, 0) end
+  return prio - weight
+end
 local function inlink(id, host)
   local before = add_inlinks(id, 1) - 1
   if before < 1 or before > inlink_cap then return end
-  local r, key, at = rec_get(id)
-  if r.state == 'queued' then
-    local prio = tonumber(r.prio)
-    if prio >= 0 then prio = math.max(prio - weight, 0) else prio = prio - weight end
-    r.prio = string.format('%d', prio)
-    rec_set(key, at, r)
-    redis.call('ZADD', qkey(host), r.prio, qmember(id))
+  local key, at = rec_slot(id)
+  local packed, prio = rec_requeued(redis.call('LINDEX', key, at), earlier)
+  if packed then
+    redis.call('LSET', key, at, packed)
+    redis.call('ZADD', qkey(host), prio, qmember(id))
     touched[host] = touched[host] or 0  -- its head may be better now: resched moves its band
   end
 end
@@ -174,8 +177,10 @@ for i = first, #ARGV, width do
     if weight > 0 or (lam ~= '' and page_host ~= '') then add_inlinks(url_id(useq), 1) end
   end
 end
-redis.call('HSET', ST, 'useq', string.format('%d', useq))
-seen_grow(useq)
+if useq > first_useq then
+  redis.call('HSET', ST, 'useq', string.format('%d', useq))
+  seen_grow(useq)
+end
 redis.call('HINCRBY', ST, 'queued', added)
 for host, keys in pairs(dirty) do
   for key in pairs(keys) do

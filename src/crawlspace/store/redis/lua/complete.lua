@@ -98,12 +98,15 @@ end
 rec_set(key, at, r)
 local sink = tonumber(ARGV[w])
 if sink ~= 0 then
+  local function sunk(prio) return prio + sink end
   for i = w + 1, #ARGV do
-    local link, lkey, j = rec_get(ARGV[i])
-    if link and link.state == 'queued' then
-      link.prio = string.format('%d', tonumber(link.prio) + sink)
-      rec_set(lkey, j, link)
-      redis.call('ZADD', qkey(host), link.prio, qmember(ARGV[i]))
+    local lkey, j = rec_slot(ARGV[i])
+    local packed = redis.call('LINDEX', lkey, j)
+    local prio
+    if packed then packed, prio = rec_requeued(packed, sunk) end
+    if packed then
+      redis.call('LSET', lkey, j, packed)
+      redis.call('ZADD', qkey(host), prio, qmember(ARGV[i]))
     end
   end
 end

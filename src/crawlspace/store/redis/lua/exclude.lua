@@ -6,7 +6,7 @@
 -- depth is the one reason that depends on the path a link was found by, and add.lua admits such
 -- a URL when a shallower link to it appears.
 -- Returns {{} (no index marks move), number newly remembered}.
-local useq = tonumber(redis.call('HGET', ST, 'useq') or '0')
+local useq = seen_open()
 local added = 0
 for i = 3, #ARGV, 5 do
   local url, host, fp = ARGV[i], ARGV[i + 1], ARGV[i + 4]
@@ -20,6 +20,8 @@ for i = 3, #ARGV, 5 do
     added = added + 1
   end
 end
-redis.call('HSET', ST, 'useq', string.format('%d', useq))
-seen_grow(useq)
+if added > 0 then
+  redis.call('HSET', ST, 'useq', string.format('%d', useq))
+  seen_grow(useq)
+end
 return {{}, added}
