@@ -1,7 +1,8 @@
 """Lease grants/s, enqueue-if-new/s and memory per URL of the Redis frontier.
 
     python benchmarks/redis_frontier_bench.py [--hosts 100000] [--urls 1000000] [--buckets 1024]
-        [--cycles 20000] [--batch 256] [--target single,cluster,replicas]
+        [--cycles 20000] [--batch 256] [--target single,cluster,replicas] [--source seed]
+        [--shape short|web]
 
 Starts its own redis-server processes on loopback (one server; a 3-master cluster; ``replicas``:
 a 3-master cluster with a replica each, the workers' default ``--wait-replicas 1`` on, so every
