@@ -12,10 +12,16 @@ from typing import Any
 
 import pytest
 
+from crawlspace.errors import StoreError
 from crawlspace.records import Completion, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.redis.frontier import RedisFrontier
 from crawlspace.store.redis.scripts import compose_script
-from crawlspace.store.redis.views import url_record, url_records
+from crawlspace.store.redis.views import (
+    frontier_stats,
+    iter_frontier_records,
+    url_record,
+    url_records,
+)
 from tests.conformance.conftest import fresh_namespace
 
 HOST = "http://one.test"
@@ -63,6 +69,47 @@ def test_the_seen_set_stays_exact_and_compact_through_its_splits(client: Any) ->
         record = url_record(frontier, url, HOST)
         assert record is not None
         assert (record["url"], record["state"]) == (url, "queued")
+
+
+def test_one_large_call_does_not_overfill_a_small_hash(client: Any) -> None:
+    """The seen set splits while a call admits, not after it: 500 URLs in one call into a
+    bucket of 40 leave every small hash a listpack (one overfilled hash would stay a hash table
+    for good)."""
+    frontier = RedisFrontier(client, namespace=fresh_namespace(), buckets=1, epoch=0)
+    frontier.add([UrlCandidate(f"{HOST}/a{i}", HOST, 1) for i in range(40)], 1.0)
+    assert frontier.add([UrlCandidate(f"{HOST}/b{i}", HOST, 1) for i in range(500)], 1.0).added
+    seen = _keys(frontier, client, "s:*")
+    assert len(seen) == math.ceil(540 / 48)
+    assert {client.object("encoding", k) for k in seen} == {"listpack"}
+    assert max(client.hlen(k) for k in seen) <= 2 * 48 + 30  # (a loose bound on chance)
+
+
+def test_a_host_known_only_from_excluded_links_is_no_host(client: Any) -> None:
+    """Excluded links remember their URLs (and so their hosts' numbers), but a host none of
+    whose URLs was admitted gets no host hash: `stats --frontier` and `export --what hosts`
+    count the crawl's hosts, not every domain it saw a link to."""
+    frontier = RedisFrontier(client, namespace=fresh_namespace(), buckets=4, epoch=0)
+    frontier.add([UrlCandidate(f"{HOST}/", HOST, 0)], 1.0)
+    robots = frontier.lease(1.0, 1, 60.0)[0]
+    assert frontier.complete_robots(
+        robots, RobotsRecord(HOST, 404, "allow_all", b"", 1.0, 1e12), 1.0
+    )
+    page = frontier.lease(2.0, 1, 60.0)[0]
+    away = [(f"http://away{i}.test/x", "scope") for i in range(20)]
+    done = Completion(state="fetched", next_allowed_at=2.0, excluded=away)
+    assert frontier.complete(page, done, 2.0)
+    assert frontier_stats(frontier)["hosts"] == 1
+    assert [h["host_key"] for h in iter_frontier_records(frontier, "hosts")] == [HOST]
+    assert url_record(frontier, away[3][0], "http://away3.test")["state"] == "excluded"  # type: ignore[index]
+
+
+def test_a_crawl_that_lost_its_fingerprint_key_is_refused(client: Any) -> None:
+    namespace = fresh_namespace()
+    frontier = RedisFrontier(client, namespace=namespace, buckets=1)  # takes an epoch
+    frontier.add([UrlCandidate(f"{HOST}/", HOST, 0)], 1.0)
+    client.delete(f"{namespace}:fpkey")
+    with pytest.raises(StoreError, match="fpkey is gone"):
+        RedisFrontier(client, namespace=namespace, buckets=1)
 
 
 def test_records_are_packed_lists_of_128(client: Any) -> None:

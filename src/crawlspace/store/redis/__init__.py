@@ -39,7 +39,8 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
                                at, etag, lm, ri/nf/lc/ch/cf/due (recrawl), cash/lp (AOPIC):
                                lua/_common.lua REC_FIELDS
     {ns:bN}:i:<g>       hash   index in list u:<g> -> the URL's in-link count (add.lua)
-    {ns:bN}:hs          list   host keys by host number (a host's hash keeps its number, 'n')
+    {ns:bN}:hs          list   host keys by host number (records name their host by it)
+    {ns:bN}:hn          hash   host key -> host number
 
 Crawl-wide keys: ``{ns}:buckets`` (with the layout's version), ``{ns}:fpkey`` (the secret
 key of the seen set's fingerprints), ``{ns}:epoch`` (the last worker epoch taken),

@@ -20,8 +20,10 @@ def num(value: float) -> str:
 def packable(text: str | None) -> str:
     """A text for a packed URL record (lua/_common.lua rec_encode), whose fields the unit
     separator (byte 31) divides: '' for None and for a text that holds one. Only a server's
-    hostile validator or a strange error message can; dropping it costs one unconditional
-    fetch, or a reason, where keeping it would shift every field after it."""
+    hostile validator or a strange error message can. Dropped, such a validator is not stored
+    (the URL keeps the one it had, which the server no longer matches: the next visit is
+    answered in full) and such a reason is left empty; kept, it would shift every field after
+    it."""
     if not text or "\x1f" in text:
         return ""
     return text

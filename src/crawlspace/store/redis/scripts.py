@@ -18,7 +18,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from crawlspace.bands import REVISIT_BAND, FrontQueues
-from crawlspace.errors import StoreIOError
+from crawlspace.errors import StoreError, StoreIOError
 
 __all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "ride_out", "stored_buckets"]
 
@@ -198,8 +198,16 @@ class ScriptRunner:
 
     def _read_fingerprint_key(self) -> bytes:
         """The crawl's secret key of seen-set fingerprints (``fingerprint``), made by the first
-        process: every process must fingerprint a URL alike."""
+        process: every process must fingerprint a URL alike. A crawl that ran (it has taken a
+        worker epoch) without one lost it: a new key would take every URL for new, so the
+        process stops instead."""
         key = f"{self.namespace}:fpkey"
+        if not self.client.exists(key) and self.client.exists(f"{self.namespace}:epoch"):
+            raise StoreError(
+                f"{key} is gone though namespace {self.namespace!r} holds a crawl: its seen set"
+                " can no longer recognize a URL; restore the key from a backup of this Redis,"
+                " or seed a new --namespace"
+            )
         self.client.set(key, secrets.token_hex(16), nx=True)
         return bytes.fromhex(self.client.get(key))
 

@@ -183,15 +183,16 @@ local function rec_page(cursor, limit)
 end
 
 -- Host numbers: a record names its host by its number in the bucket's list hs (a host key is
--- ~20-60 bytes, its number one or two); the host's hash keeps the number ('n').
+-- ~20-60 bytes, its number one or two); the hash hn maps host -> number. (Not the host's own
+-- hash: a host known only from excluded links has none, and is no host of the crawl's.)
 local HOST_NUMS = {}
 local function host_num(host)
   local n = HOST_NUMS[host]
   if n then return n end
-  n = redis.call('HGET', hkey(host), 'n')
+  n = redis.call('HGET', P .. 'hn', host)
   if not n then
     n = string.format('%d', redis.call('RPUSH', P .. 'hs', host) - 1)
-    redis.call('HSET', hkey(host), 'n', n)
+    redis.call('HSET', P .. 'hn', host, n)
   end
   HOST_NUMS[host] = n
   return n
@@ -257,6 +258,7 @@ end
 -- After admissions brought the bucket to `count` URLs: split hashes until the load is back.
 local function seen_grow(count)
   if not SEEN_LEVEL then seen_open() end
+  if count <= SEEN_LOAD * (SEEN_N + SEEN_SPLIT) then return end
   local grew = false
   while count > SEEN_LOAD * (2 ^ SEEN_LEVEL + SEEN_SPLIT) do
     local n = 2 ^ SEEN_LEVEL

@@ -80,6 +80,7 @@ local function readmit(fp, host, i)
   redis.call('HDEL', DX, fp)
   local id = url_id(tonumber(n))
   local r, key, at = rec_get(id)
+  if not r then return false end  -- (every seen URL has a record: a guard, not a path)
   r.depth, r.prio, r.state, r.reason = ARGV[i + 2], ARGV[i + 3], 'queued', nil
   rec_set(key, at, r)
   admitted[host] = admitted[host] + 1
@@ -98,7 +99,9 @@ local function inlink(id, host)
   local before = add_inlinks(id, 1) - 1
   if before < 1 or before > inlink_cap then return end
   local key, at = rec_slot(id)
-  local packed, prio = rec_requeued(redis.call('LINDEX', key, at), earlier)
+  local packed = redis.call('LINDEX', key, at)
+  local prio
+  if packed then packed, prio = rec_requeued(packed, earlier) end
   if packed then
     redis.call('LSET', key, at, packed)
     redis.call('ZADD', qkey(host), prio, qmember(id))
@@ -114,6 +117,7 @@ local function give_cash(id, host, gift, prio)
     if weight == 0 then add_inlinks(id, 1) end  -- (with in-link points on, inlink() counted it)
     if not (gift > 0) then return end
     local r, key, at = rec_get(id)
+    if not r then return end
     r.cash = string.format('%.17g', tonumber(r.cash or '0') + gift)
     rec_set(key, at, r)
     repriced[#repriced + 1] = id
@@ -121,7 +125,7 @@ local function give_cash(id, host, gift, prio)
     return
   end
   local r, key, at = rec_get(id)
-  if r.state ~= 'queued' or r.version ~= '1' or tonumber(r.cash or '0') > 0
+  if not r or r.state ~= 'queued' or r.version ~= '1' or tonumber(r.cash or '0') > 0
     or inlinks_of(id) > 0
   then
     return
@@ -147,6 +151,7 @@ for i = first, #ARGV, width do
   else
     useq = useq + 1
     redis.call('HSET', sk, fp, string.format('%d', useq))
+    seen_grow(useq)  -- now, not after the call: one call's URLs would overfill one small hash
     if admitted[host] == nil then
       admitted[host] = tonumber(redis.call('HGET', hkey(host), 'admitted') or '0')
     end
@@ -177,10 +182,7 @@ for i = first, #ARGV, width do
     if weight > 0 or (lam ~= '' and page_host ~= '') then add_inlinks(url_id(useq), 1) end
   end
 end
-if useq > first_useq then
-  redis.call('HSET', ST, 'useq', string.format('%d', useq))
-  seen_grow(useq)
-end
+if useq > first_useq then redis.call('HSET', ST, 'useq', string.format('%d', useq)) end
 redis.call('HINCRBY', ST, 'queued', added)
 for host, keys in pairs(dirty) do
   for key in pairs(keys) do

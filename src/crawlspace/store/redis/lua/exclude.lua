@@ -13,6 +13,7 @@ for i = 3, #ARGV, 5 do
   local n = string.format('%d', useq + 1)
   if redis.call('HSETNX', seen_key(fp), fp, n) == 1 then
     useq = useq + 1
+    seen_grow(useq)
     rec_new(useq, {state = 'excluded', version = '1', prio = '0', depth = ARGV[i + 2],
       hops = '0', src = 'link', hn = host_num(host), path = path_of(url, host),
       reason = ARGV[i + 3], at = ARGV[2]})
@@ -20,8 +21,5 @@ for i = 3, #ARGV, 5 do
     added = added + 1
   end
 end
-if added > 0 then
-  redis.call('HSET', ST, 'useq', string.format('%d', useq))
-  seen_grow(useq)
-end
+if added > 0 then redis.call('HSET', ST, 'useq', string.format('%d', useq)) end
 return {{}, added}

@@ -65,8 +65,12 @@ while granted < limit do
       granted = granted + 1
     else
       local id = take(host)
-      if id then
-        local r, key, at = rec_get(id)
+      local r, key, at
+      if id then  -- (a record always exists: rec_get's nil is a guard, not a path)
+        dequeued = dequeued + 1
+        r, key, at = rec_get(id)
+      end
+      if r then
         r.attempts = string.format('%d', (tonumber(r.attempts) or 0) + 1)
         r.state, r.lease, r.epoch = 'leased', lid, epoch
         rec_set(key, at, r)
@@ -77,7 +81,6 @@ while granted < limit do
           r.ch or '', r.cf or '', r.cash or '', r.lp or ''}
         for _, f in ipairs(rec) do out[#out + 1] = f end
         granted = granted + 1
-        dequeued = dequeued + 1
       end
     end
     resched(host, max_in_flight)
