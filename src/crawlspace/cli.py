@@ -18,7 +18,7 @@ from crawlspace.cli_options import (
     given_from,
     port_number,
 )
-from crawlspace.errors import ConfigError, CrawlspaceError, StoreIOError
+from crawlspace.errors import ConfigError, CrawlspaceError, OutputDirError, StoreIOError
 from crawlspace.version import __version__
 
 
@@ -58,6 +58,7 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
             line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
         ]
     config = config_from(args, progress=not args.quiet)
+    _check_new_crawl(args.out, seeds, config.sitemaps)
     settings = {"given": given_from(args), "reconfigure": args.reconfigure}
     if args.dashboard:
         from crawlspace.dashboard.server import DashboardServer
@@ -72,6 +73,29 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         print(f"crawlspace: error: {summary.error}", file=sys.stderr)
         return 3
     return 0
+
+
+def _check_new_crawl(out: Path, seeds: list[str], sitemaps: tuple[str, ...]) -> None:
+    """Refuse, before anything is written, what would leave a directory no crawl can use: a
+    seed that is no URL, a new crawl with nothing to crawl, a directory of other files."""
+    from crawlspace.urls import normalize_with_reason
+
+    for raw in seeds:
+        url, reason = normalize_with_reason(raw.strip())
+        if url is None:
+            raise ConfigError(f"seed {raw!r} is not a usable http(s) URL ({reason})")
+    if (out / "crawl.db").exists():
+        return  # a crawl to resume, with or without more seeds
+    if out.is_dir() and any(out.iterdir()):  # (a file there: the crawl says it is no directory)
+        raise OutputDirError(
+            f"{out} is not empty and holds no crawl (no crawl.db): give a new or empty"
+            " directory, or the directory of a crawl to resume it"
+        )
+    if not seeds and not sitemaps:
+        raise ConfigError(
+            "nothing to crawl: give one or more URLs, --seeds FILE or --sitemap URL (a crawl"
+            " directory given without them resumes its crawl)"
+        )
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -260,6 +260,18 @@ def _check_counts(config: CrawlConfig) -> None:
             raise ConfigError(f"{name} must be >= 1 (got {getattr(config, name)})")
     if config.max_depth < 0:
         raise ConfigError(f"max_depth must be >= 0 (got {config.max_depth})")
+    # Optional limits: unset means none; a limit of zero or less would end the crawl before
+    # its first page, which no one means (leave the setting out for no limit).
+    for name in (
+        "max_pages",
+        "max_pages_per_host",
+        "max_pages_per_host_per_day",
+        "max_bytes",
+        "duration",
+    ):
+        value = getattr(config, name)
+        if value is not None and value <= 0:
+            raise ConfigError(f"{name} must be > 0, or left out for no limit (got {value})")
 
 
 def _check_limits(config: CrawlConfig) -> None:

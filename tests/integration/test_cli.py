@@ -36,6 +36,43 @@ def test_bad_seed_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture
     code = main(["crawl", "mailto:someone@example.org", "--out", str(tmp_path / "o"), "-q"])
     assert code == 2
     assert "is not a usable http(s) URL" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # refused before the crawl's files were made
+
+
+def test_a_new_crawl_with_nothing_to_crawl_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    assert main(["crawl", "--out", str(out), "-q"]) == 2
+    assert "nothing to crawl: give one or more URLs" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_directory_of_other_files_is_not_a_crawl_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "mine.txt").write_text("not a crawl\n")
+    assert main(["crawl", SEED, "--out", str(out), "-q"]) == 2
+    assert "is not empty and holds no crawl (no crawl.db)" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    # An empty directory is a new crawl; a crawl's directory resumes without seeds.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["crawl", SEED, "--out", str(empty), "-q", "--max-pages", "1"]) == 0
+    assert (empty / "crawl.db").exists()
+    assert main(["crawl", "--out", str(empty), "-q", "--max-pages", "1"]) == 0
+
+
+def test_a_site_the_address_guard_refused_gets_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first crawl of a local site without --allow-net says why it fetched nothing."""
+    assert main(["crawl", SEED, "--out", str(tmp_path / "o"), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "hint: 1 URL(s) were refused because their address is private, loopback" in out
+    assert "--allow-net 127.0.0.0/8" in out
 
 
 @pytest.mark.parametrize(
@@ -91,6 +128,11 @@ def test_unreadable_config_files_are_clear_errors(
         (["--allow-host", "h:99999"], "port must be 1-65535"),
         (["--metrics-port", "99999"], "port must be 0-65535 (got 99999)"),
         (["--dashboard", "--dashboard-port", "99999"], "port must be 0-65535 (got 99999)"),
+        (["--max-pages", "-5"], "max_pages must be > 0, or left out for no limit (got -5)"),
+        (["--max-pages", "0"], "max_pages must be > 0, or left out for no limit (got 0)"),
+        (["--max-pages-per-host", "0"], "max_pages_per_host must be > 0"),
+        (["--duration", "-10"], "duration must be > 0, or left out for no limit (got -10.0)"),
+        (["--max-bytes", "-1"], "max_bytes must be > 0, or left out for no limit (got -1)"),
     ],
 )
 def test_bad_flags_are_clear_errors_and_write_nothing(

@@ -66,4 +66,13 @@ def print_summary(out_dir: Path, summary: CrawlSummary) -> None:
         f"stopped: [bold]{summary.stop_reason}[/] after {summary.elapsed:.1f}s,"
         f" {summary.pages} pages this run"
     )
-    print_stats(crawl_stats(out_dir), console)
+    stats = crawl_stats(out_dir)
+    print_stats(stats, console)
+    blocked = sum(n for k, n in stats["reasons"].items() if k.endswith(":blocked_address"))
+    if blocked:
+        # The one exclusion a new user cannot guess the cause of (a local test site).
+        console.print(
+            f"hint: {blocked:,} URL(s) were refused because their address is private, loopback"
+            " or link-local; to crawl such a network on purpose, name it with --allow-net"
+            " (e.g. --allow-net 127.0.0.0/8 for this machine)"
+        )
