@@ -196,6 +196,13 @@ class CrawlConfig:
         return self.total_timeout + self.lease_grace
 
     def __post_init__(self) -> None:
+        # A list where a tuple is kept (allow_nets=["127.0.0.0/8"] from Python, as a TOML list
+        # gives it) is the same setting: kept as a tuple, so the config stays hashable.
+        hints = _hints()
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list) and _is_tuple(hints[f.name]):
+                object.__setattr__(self, f.name, tuple(value))
         check_config(self)
 
     def replace(self, **changes: Any) -> CrawlConfig:
@@ -366,6 +373,11 @@ def _check_value(name: str, value: Any, kind: Any) -> None:
             raise type_error(name, value, f"a list of {'strings' if item is str else item}")
     elif get_origin(kind) is Literal and value not in args:
         raise type_error(name, value, "one of " + ", ".join(map(repr, args)))
+
+
+def _is_tuple(kind: Any) -> bool:
+    """Whether an annotation is a tuple, or a tuple or None."""
+    return get_origin(kind) is tuple or any(get_origin(a) is tuple for a in get_args(kind))
 
 
 @functools.cache
