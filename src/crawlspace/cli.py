@@ -59,6 +59,8 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         ]
     config = config_from(args, progress=not args.quiet)
     _check_new_crawl(args.out, seeds, config.sitemaps)
+    if (args.out / "crawl.db").exists() and not args.quiet:
+        print(f"resuming the crawl in {args.out}", file=sys.stderr, flush=True)
     settings = {"given": given_from(args), "reconfigure": args.reconfigure}
     if args.dashboard:
         from crawlspace.dashboard.server import DashboardServer
@@ -68,7 +70,7 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
             summary = run_crawl(config, args.out, seeds, **settings)
     else:
         summary = run_crawl(config, args.out, seeds, **settings)
-    print_summary(args.out, summary)
+    print_summary(args.out, summary, quiet=args.quiet)
     if summary.error:
         print(f"crawlspace: error: {summary.error}", file=sys.stderr)
         return 3

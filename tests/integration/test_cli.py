@@ -275,3 +275,29 @@ def test_stats_of_a_crawl_in_a_directory_named_with_uri_characters(
         SqliteStore(out / "crawl.db").close()
         assert main(["stats", str(out), "--json"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a%20b", "run#2", "run?1"]
+
+
+def test_a_stopped_crawl_says_how_to_go_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crawl stopped by its page limit says the limit counts across runs; its rerun says it
+    resumes; -q prints the stop line and the hints, not the table."""
+    from crawlspace.demo.sites import html_site
+    from crawlspace.demo.webfarm import WebFarm
+    from tests.webs import linked_pages
+
+    out = tmp_path / "o"
+    with WebFarm({"site": html_site("site", linked_pages(12))}) as farm:
+        argv = ["crawl", farm.url("site", "/p0.html"), "--out", str(out), "--min-delay", "0"]
+        argv += ["--allow-net", "127.0.0.0/8"]
+        assert main([*argv, "--max-pages", "2", "-q"]) == 0
+        first = capsys.readouterr()
+        assert "stopped: max_pages" in first.out
+        assert "max_pages counts the crawl's pages across runs: rerun with a higher" in first.out
+        assert "crawl summary" not in first.out  # -q: no table
+        assert main([*argv, "--max-pages", "3"]) == 0
+        again = capsys.readouterr()
+    assert f"resuming the crawl in {out}" in again.err
+    assert "crawl summary" in again.out
+    assert "stopped: max_pages after" in again.out
+    assert "1 pages this run" in again.out  # the limit counts the first run's two pages

@@ -60,19 +60,42 @@ def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
     console.print(table)
 
 
-def print_summary(out_dir: Path, summary: CrawlSummary) -> None:
+def print_summary(out_dir: Path, summary: CrawlSummary, *, quiet: bool = False) -> None:
+    """The stop line, the summary table (not with ``quiet``) and what the user can do next."""
     console = Console()
     console.print(
         f"stopped: [bold]{summary.stop_reason}[/] after {summary.elapsed:.1f}s,"
         f" {summary.pages} pages this run"
     )
     stats = crawl_stats(out_dir)
-    print_stats(stats, console)
+    if not quiet:
+        print_stats(stats, console)
+    for line in next_steps(summary.stop_reason, stats):
+        console.print(line, soft_wrap=True)  # (one line each, whole: logs are grepped)
+
+
+# What a stop leaves to do, by its reason: the limits count the whole crawl, across runs.
+_GO_ON = {
+    "signal": "run the same command to go on from here",
+    "duration": "run the same command to go on from here",
+    "max_pages": "max_pages counts the crawl's pages across runs: rerun with a higher"
+    " --max-pages to go on",
+    "max_bytes": "max_bytes counts the crawl's bytes across runs: rerun with a higher"
+    " --max-bytes to go on",
+}
+
+
+def next_steps(stop_reason: str, stats: dict[str, Any]) -> list[str]:
+    """Hints after a crawl's summary: how to go on, and why nothing was fetched from a site
+    the address guard refused (the one exclusion a new user cannot guess the cause of)."""
+    lines = []
+    if stats["queued"] and stop_reason in _GO_ON:
+        lines.append(f"{stats['queued']:,} URLs still queued; {_GO_ON[stop_reason]}")
     blocked = sum(n for k, n in stats["reasons"].items() if k.endswith(":blocked_address"))
     if blocked:
-        # The one exclusion a new user cannot guess the cause of (a local test site).
-        console.print(
+        lines.append(
             f"hint: {blocked:,} URL(s) were refused because their address is private, loopback"
             " or link-local; to crawl such a network on purpose, name it with --allow-net"
             " (e.g. --allow-net 127.0.0.0/8 for this machine)"
         )
+    return lines
