@@ -170,7 +170,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from crawlspace.dashboard import write_report
 
-    print(f"wrote {write_report(args.dir, args.out)}")
+    # Into the crawl's directory unless told otherwise: never over a report.html where the
+    # command happened to run.
+    out = args.out if args.out is not None else args.dir / "report.html"
+    print(f"wrote {write_report(args.dir, out)}")
     return 0
 
 
@@ -256,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a crawl")
     report.add_argument("dir", type=Path)
-    report.add_argument("--out", type=Path, default=Path("report.html"))
+    report.add_argument("--out", type=Path, help="the HTML file (default: DIR/report.html)")
     report.set_defaults(func=_cmd_report, quiet=True, verbose=False)
 
     seed = sub.add_parser("seed", help="add seed URLs to a shared (Redis) frontier")

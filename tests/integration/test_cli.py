@@ -301,3 +301,20 @@ def test_a_stopped_crawl_says_how_to_go_on(
     assert "crawl summary" in again.out
     assert "stopped: max_pages after" in again.out
     assert "1 pages this run" in again.out  # the limit counts the first run's two pages
+
+
+def test_report_goes_into_the_crawl_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report DIR` writes DIR/report.html, never a report.html where it happened to run."""
+    out = tmp_path / "o"
+    assert main(["crawl", SEED, "--out", str(out), "-q"]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "report.html").write_text("mine")
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {out / 'report.html'}"
+    assert "<html" in (out / "report.html").read_text()
+    assert (elsewhere / "report.html").read_text() == "mine"
