@@ -318,3 +318,30 @@ def test_report_goes_into_the_crawl_directory(
     assert capsys.readouterr().out.strip() == f"wrote {out / 'report.html'}"
     assert "<html" in (out / "report.html").read_text()
     assert (elsewhere / "report.html").read_text() == "mine"
+
+
+def test_a_busy_dashboard_port_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`serve` and `crawl --dashboard` on a port in use say so in one line, before printing a
+    dashboard address that serves nothing, and `crawl --dashboard` crawls nothing."""
+    import socket
+
+    out = tmp_path / "o"
+    assert main(["crawl", SEED, "--out", str(out), "-q"]) == 0
+    capsys.readouterr()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        assert main(["serve", str(out), "--port", port]) == 2
+        served = capsys.readouterr()
+        fresh = tmp_path / "fresh"
+        argv = ["crawl", SEED, "--out", str(fresh), "-q", "--dashboard", "--dashboard-port", port]
+        assert main(argv) == 2
+        crawled = capsys.readouterr()
+    for result in (served, crawled):
+        assert f"cannot serve the dashboard on 127.0.0.1:{port}" in result.err
+        assert "choose another port (0 takes any free one)" in result.err
+        assert "http://" not in result.out + result.err
+    assert not fresh.exists()

@@ -7,6 +7,7 @@ operator's own machine (reach it remotely through an SSH tunnel rather than a pu
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from crawlspace.dashboard.data import snapshot
 from crawlspace.dashboard.page import ASSETS, asset, served_page
+from crawlspace.errors import ConfigError
 
 LOOPBACK = "127.0.0.1"
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -89,16 +91,20 @@ class DashboardServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/"
 
-    async def _start(self) -> None:
+    async def _start(self, sock: socket.socket) -> None:
         self._runner = web.AppRunner(make_app(self.out_dir), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await web.SockSite(self._runner, sock).start()
 
     def start(self) -> DashboardServer:
+        try:
+            sock = bound_socket(self.host, self.port)  # a busy port: one line, before anything
+        except ConfigError:
+            self._loop.close()
+            raise
+        self.port = int(sock.getsockname()[1])
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        asyncio.run_coroutine_threadsafe(self._start(sock), self._loop).result(timeout=10)
         return self
 
     def stop(self) -> None:
@@ -117,7 +123,24 @@ class DashboardServer:
         self.stop()
 
 
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A listening address for the dashboard, or one clear line saying why there is none."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot serve the dashboard on {host}:{port}: {exc.strerror or exc}; choose another"
+            " port (0 takes any free one)"
+        ) from None
+    return sock
+
+
 def serve_forever(out_dir: Path | str, port: int, host: str = LOOPBACK) -> None:
     """Run until interrupted (Ctrl-C)."""
+    sock = bound_socket(host, port)
+    port = int(sock.getsockname()[1])
     print(f"crawlspace dashboard for {out_dir} at http://{host}:{port}/ (Ctrl-C stops it)")
-    web.run_app(make_app(out_dir), host=host, port=port, print=None, access_log=None)
+    web.run_app(make_app(out_dir), sock=sock, print=None, access_log=None)
