@@ -54,3 +54,18 @@ def test_the_readme_python_example_runs_as_written(tmp_path: Path) -> None:
     assert result.stdout.strip().endswith(": 3 pages")
     assert {"/", "/notes.txt", "/b.html"} <= fetched
     assert (tmp_path / "out" / "crawl.db").exists()
+
+
+def test_the_summary_counts_what_the_run_did(tmp_path: Path) -> None:
+    from crawlspace import CrawlConfig, Crawler
+
+    pages = {"/": '<a href="/b.html">b</a>', "/b.html": "<p>b</p>"}
+    with WebFarm({"a": html_site("a", pages), "b": html_site("b", pages)}) as farm:
+        config = CrawlConfig(min_delay=0.0, allow_nets=["127.0.0.0/8"], progress=False)
+        crawler = Crawler(config, tmp_path / "out")
+        crawler.add_seeds([farm.url("a", "/"), farm.url("b", "/")])
+        summary = crawler.run()
+        crawler.close()
+    assert (summary.stop_reason, summary.pages, summary.robots_fetches) == ("done", 4, 2)
+    assert summary.counts["bytes"] > 0
+    assert set(summary.counts) == {"bytes", "leases_too_late", "address_waits"}

@@ -69,6 +69,8 @@ class CrawlSummary:
     elapsed: float = 0.0
     out_dir: str = ""
     error: str | None = None
+    # This run's bytes, visits not sent because their lease would have expired mid-fetch, and
+    # leases given back because their server's address was busy.
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -250,13 +252,20 @@ class Crawler:
             self.leases.flush_counts()
             self.telemetry.close(self.clock.now())
             self.store.set_meta("last_run_ended_at", str(self.clock.now()))
+        tally = self.leases.tally
         return CrawlSummary(
             stop_reason=self._stop_reason or "done",
             error=self.fatal_error,
             pages=self.pages_done,
+            robots_fetches=tally.robots_done,
             errors=self.errors,
             elapsed=time.monotonic() - started,
             out_dir=str(self.out_dir),
+            counts={
+                "bytes": tally.bytes_done,
+                "leases_too_late": tally.leases_too_late,
+                "address_waits": tally.address_waits,
+            },
         )
 
     def _count_unreferenced(self, fixed: RecoveredFile) -> None:

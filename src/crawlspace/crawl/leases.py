@@ -113,6 +113,7 @@ class LeaseTally:
 
     pages_done: int = 0
     bytes_done: int = 0
+    robots_done: int = 0  # robots.txt visits committed
     errors: int = 0
     leases_too_late: int = 0  # visits whose lease would have expired mid-fetch (not sent)
     address_waits: int = 0  # leases given back because their server's address was busy
@@ -238,6 +239,7 @@ class LeaseRunner:
             # so a crash in between refetches robots.txt and adds them again (deduped).
             self._add_sitemaps(rules.sitemaps)
         if self._store.complete_robots(lease, visit.record, visit.next_allowed_at):
+            self.tally.robots_done += 1
             self.robots.put(lease.host_key, (visit.record, rules))
             if previous is not None and not robots_retrying(visit.record):
                 self._reevaluate(lease.host_key, rules)
