@@ -301,6 +301,9 @@ def test_a_stopped_crawl_says_how_to_go_on(
     assert "crawl summary" in again.out
     assert "stopped: max_pages after" in again.out
     assert "1 pages this run" in again.out  # the limit counts the first run's two pages
+    # The progress line left behind agrees with the summary (drawn once more at the end).
+    shown = [line for line in again.err.splitlines() if line.startswith("pages ")]
+    assert shown[-1].split()[:2] == ["pages", "1"]
 
 
 def test_report_goes_into_the_crawl_directory(

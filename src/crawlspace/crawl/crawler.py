@@ -242,6 +242,8 @@ class Crawler:
         installed = self._install_signal_handlers(loop)
         try:
             await self._dispatch(visitor, started, progress)
+            if progress is not None:
+                progress.update(self, 0, final=True)  # type: ignore[attr-defined]
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)

@@ -36,9 +36,11 @@ class CrawlProgress:
             # Off a terminal the last status line has no line end of its own.
             self.console.line()
 
-    def update(self, crawler: Crawler, in_flight: int) -> None:
+    def update(self, crawler: Crawler, in_flight: int, *, final: bool = False) -> None:
+        """Redraw the line, at most every REFRESH_SECONDS; ``final``: now, with the crawl's
+        last figures (so the line left behind agrees with the summary)."""
         now = time.monotonic()
-        if now - self._last < self.REFRESH_SECONDS:
+        if now - self._last < self.REFRESH_SECONDS and not final:
             return
         self._last = now
         elapsed = max(now - self._started, 1e-9)
