@@ -57,10 +57,14 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         seeds += [
             line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
         ]
-    config = config_from(args, progress=not args.quiet)
+    # --log-json: stderr carries JSON lines only, so no progress line and no plain message.
+    config = config_from(args, progress=not args.quiet and not args.log_json)
     _check_new_crawl(args.out, seeds, config.sitemaps)
     if (args.out / "crawl.db").exists() and not args.quiet:
-        print(f"resuming the crawl in {args.out}", file=sys.stderr, flush=True)
+        if args.log_json:
+            logging.getLogger("crawlspace").info("resuming the crawl in %s", args.out)
+        else:
+            print(f"resuming the crawl in {args.out}", file=sys.stderr, flush=True)
     settings = {"given": given_from(args), "reconfigure": args.reconfigure}
     if args.dashboard:
         from crawlspace.dashboard.server import DashboardServer

@@ -348,3 +348,20 @@ def test_a_busy_dashboard_port_is_one_clear_line(
         assert "choose another port (0 takes any free one)" in result.err
         assert "http://" not in result.out + result.err
     assert not fresh.exists()
+
+
+def test_log_json_keeps_stderr_json(tmp_path: Path) -> None:
+    """With --log-json every stderr line is a JSON object: no progress line, no plain text."""
+    out = tmp_path / "o"
+    for _ in range(2):  # a new crawl, then its resume
+        argv = ["crawl", SEED, "--out", str(out), "--log-json"]
+        done = subprocess.run(
+            [sys.executable, "-m", "crawlspace.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert all(isinstance(json.loads(line), dict) for line in lines), done.stderr
+    assert any(json.loads(line)["msg"] == f"resuming the crawl in {out}" for line in lines)
