@@ -9,6 +9,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import LoggedRequest, Response, Site, WebFarm, html, max_concurrency
 from crawlspace.ops.report import crawl_stats
 from tests.redis_servers import RedisDeployment
@@ -69,6 +71,7 @@ def test_a_single_crawl_holds_the_address_limit(tmp_path: Path) -> None:
     assert crawl_stats(tmp_path / "out")["recovery"]["address.deferred"] > 0
 
 
+@pytest.mark.slow
 def test_four_workers_hold_the_address_limit_together(
     tmp_path: Path, cluster: RedisDeployment
 ) -> None:

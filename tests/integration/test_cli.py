@@ -165,6 +165,7 @@ def test_stats_of_a_missing_crawl(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "holds no crawl" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     done = subprocess.run(

@@ -110,6 +110,7 @@ def test_crash_at_each_point_then_resume(
         assert counted["warc.unreferenced_records"] >= 1
 
 
+@pytest.mark.slow
 def test_lost_ack_is_completed_once_after_the_lease_expires(
     farm: WebFarm, reference: dict[str, object], tmp_path: Path
 ) -> None:

@@ -63,6 +63,7 @@ def snapshot(out: Path) -> dict[str, object]:
         db.close()
 
 
+@pytest.mark.slow
 def test_kill_9_and_resume_matches_an_uninterrupted_crawl(farm: WebFarm, tmp_path: Path) -> None:
     reference_dir = tmp_path / "reference"
     subprocess.run(resume_command(reference_dir, farm), check=True, timeout=120)

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
 from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import open_crawl_db
@@ -195,6 +197,7 @@ def run_workers(
     return outcome(farm, urls, groups)
 
 
+@pytest.mark.slow
 def test_crawl_and_workers_on_a_cluster_end_the_same(
     tmp_path: Path, cluster: RedisDeployment
 ) -> None:

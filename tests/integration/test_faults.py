@@ -21,6 +21,8 @@ from crawlspace.ops.export import iter_records
 from tests import faultweb
 from tests.webs import crawl_command
 
+pytestmark = pytest.mark.slow  # fault-heavy crawls (README: the quick subset)
+
 MIN_DELAY = 0.05
 FACTOR = 2.0
 CLOCK_SLACK = 0.01

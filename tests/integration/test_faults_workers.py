@@ -36,6 +36,8 @@ from tests.integration.test_faults import (
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli
 
+pytestmark = pytest.mark.slow  # fault-heavy crawls (README: the quick subset)
+
 WORKERS = 4
 BUCKETS = 16
 NAMESPACE = "faults-workers"

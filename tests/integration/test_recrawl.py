@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
@@ -207,6 +209,7 @@ def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
     assert [(e["version"], e["state"]) for e in events][:2] == [(1, "failed"), (2, "fetched")]
 
 
+@pytest.mark.slow
 def test_workers_on_a_cluster_revalidate_unchanged_pages_too(
     tmp_path: Path, cluster: RedisDeployment
 ) -> None:

@@ -505,6 +505,7 @@ def test_a_completion_whose_reply_was_lost_still_counts(
         frontier.close()
 
 
+@pytest.mark.slow
 def test_a_grant_whose_master_dies_during_wait_stays_unconfirmed(tmp_path: Path) -> None:
     """The barrier asks each master on a connection of its own. Through the cluster client's
     pipeline, a WAIT whose connection broke was retried alone on a fresh connection to another

@@ -181,6 +181,7 @@ def _info(port: int) -> str:
     ).stdout
 
 
+@pytest.mark.slow
 def test_four_workers_stay_polite_and_survive_a_kill_9(
     tmp_path: Path, cluster: RedisDeployment
 ) -> None:
@@ -193,6 +194,7 @@ def test_four_workers_stay_polite_and_survive_a_kill_9(
     frontier.close()
 
 
+@pytest.mark.slow
 def test_crawl_continues_through_a_master_failover(
     tmp_path: Path, cluster: RedisDeployment
 ) -> None:

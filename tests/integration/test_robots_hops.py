@@ -17,6 +17,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html, html_site
 from crawlspace.ops.export import iter_records
 from tests.integration.test_crawl_politeness import assert_polite
@@ -103,6 +105,7 @@ def test_a_crawled_hubs_fresh_answer_serves_every_hop(tmp_path: Path) -> None:
         _audit(farm, processes=1)
 
 
+@pytest.mark.slow
 def test_hops_take_the_answer_without_waiting_out_the_hubs_gap(tmp_path: Path) -> None:
     """The crawled hub answers robots.txt in 0.4 s and the gap is 10 x the response time: its
     token is not free for 4 s after it. The hops waiting for it take its fresh answer as soon
@@ -168,6 +171,7 @@ def _chain_and_crowd(ports: Mapping[str, int]) -> dict[str, Site]:
     return sites
 
 
+@pytest.mark.slow
 def test_a_busy_address_mid_chain_is_waited_for_not_restarted(tmp_path: Path) -> None:
     """One request at a time to the shared address (max_in_flight_per_ip 1) and four slow
     sites wanting it: the chain's later hops meet a busy address. They wait for it within the

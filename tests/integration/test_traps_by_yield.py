@@ -10,6 +10,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import WebFarm
 from crawlspace.ops.report import crawl_stats
 from tests.redis_servers import RedisDeployment
@@ -77,6 +79,7 @@ def test_a_single_crawl_stops_each_trap_and_covers_its_neighbour(tmp_path: Path)
             assert not {p for p in _fetched(farm, name) if p.startswith(prefix)}, name
 
 
+@pytest.mark.slow
 def test_four_workers_stop_each_trap_and_cover_its_neighbour(
     tmp_path: Path, cluster: RedisDeployment
 ) -> None:
