@@ -365,11 +365,14 @@ def url_record(
 
 def url_records(frontier: RedisFrontier, url_ids: list[int]) -> list[dict[str, str] | None]:
     """The records of these URL ids (``url_record``), in their order; None for an unknown id."""
-    out: list[dict[str, str] | None] = []
+    by_bucket: dict[int, list[int]] = {}
     for url_id in url_ids:
-        (text,) = frontier.run("read_urls", url_id % frontier.buckets, "ids", url_key(url_id))
-        out.append(dict(json.loads(text)) if text else None)
-    return out
+        by_bucket.setdefault(url_id % frontier.buckets, []).append(url_id)
+    found: dict[int, dict[str, str] | None] = {}
+    for bucket, ids in by_bucket.items():  # one call per bucket, not per id
+        texts = frontier.run("read_urls", bucket, "ids", *(url_key(i) for i in ids))
+        found.update(zip(ids, (dict(json.loads(t)) if t else None for t in texts), strict=True))
+    return [found[url_id] for url_id in url_ids]
 
 
 def url_state(frontier: RedisFrontier, url: str, host_key: str) -> tuple[str, str | None] | None:
