@@ -475,27 +475,64 @@ def test_a_lease_is_handed_out_only_once_its_grant_is_on_a_replica(
         wait_cluster_ok(cluster)
 
 
+class _LosingPipeline:
+    """A pipeline whose first execute that runs script ``sha`` runs and then loses its replies."""
+
+    def __init__(self, pipe: Any, sha: str, lost: list[Any]) -> None:
+        self._pipe, self._sha, self._lost = pipe, sha, lost
+        self._runs = False
+
+    def execute_command(self, *args: Any) -> Any:
+        self._runs |= args[:2] == ("EVALSHA", self._sha)
+        return self._pipe.execute_command(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pipe, name)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        replies = self._pipe.execute(*args, **kwargs)
+        if self._runs and not self._lost:
+            self._lost.append(replies)
+            raise redis.exceptions.ConnectionError("replies lost after the scripts ran")
+        return replies
+
+
+@pytest.mark.parametrize("riding", [False, True], ids=["alone", "with-waiting-writes"])
 def test_a_completion_whose_reply_was_lost_still_counts(
-    deployments: dict[str, RedisDeployment],
+    deployments: dict[str, RedisDeployment], riding: bool
 ) -> None:
     """The script ran, its reply was lost, the call was retried: the retry must not call the
-    completion stale (a worker would roll back the local rows of a page the frontier has)."""
-    frontier = RedisFrontier(connect(deployments["single"].url), namespace="lost", buckets=4)
+    completion stale (a worker would roll back the local rows of a page the frontier has).
+    Alone the completion is one EVALSHA; with writes waiting to ride along (index marks, a
+    given address token: scripts.py Rider) it is a pipeline."""
+    namespace = f"lost-{int(riding)}"
+    frontier = RedisFrontier(connect(deployments["single"].url), namespace=namespace, buckets=4)
     try:
         host, now = "http://lost.test", time.time()
         page = page_lease(frontier, f"{host}/1", host, now)
-        real = frontier.client.evalsha
         lost: list[Any] = []
+        if riding:
+            frontier.give_address("127.0.0.9", "some-lease", now)
+            assert frontier.index.waiting()
+            assert frontier.tokens.waiting()
+            pipeline = frontier.client.pipeline
+            frontier.client.pipeline = lambda **kw: _LosingPipeline(  # type: ignore[method-assign]
+                pipeline(**kw), frontier._sha["complete"], lost
+            )
+        else:
+            frontier.index.flush()
+            real = frontier.client.evalsha
 
-        def reply_lost(*args: Any) -> Any:
-            reply = real(*args)
-            if args[0] == frontier._sha["complete"] and not lost:
-                lost.append(reply)
-                raise redis.exceptions.ConnectionError("reply lost after the script ran")
-            return reply
+            def reply_lost(*args: Any) -> Any:
+                reply = real(*args)
+                if args[0] == frontier._sha["complete"] and not lost:
+                    lost.append(reply)
+                    raise redis.exceptions.ConnectionError("reply lost after the script ran")
+                return reply
 
-        frontier.client.evalsha = reply_lost  # type: ignore[method-assign]
+            frontier.client.evalsha = reply_lost  # type: ignore[method-assign]
         assert frontier.complete(page, Completion(state="fetched"), now)
+        assert not frontier.tokens.waiting()  # the given token went with the completion
         assert lost, "the fault was injected"
         # A second call with the same lease is a duplicate: refused, as by every store.
         assert not frontier.complete(page, Completion(state="fetched"), now)

@@ -15,7 +15,7 @@ from crawlspace.store.redis.codec import ADD_CHUNK, num
 from crawlspace.store.redis.index import BucketIndex
 from crawlspace.urls import host_key
 
-__all__ = ["Admission", "Admitting", "admit", "exclude"]
+__all__ = ["Admission", "Admitting", "admit", "exclusion_calls"]
 
 
 class Admission(NamedTuple):
@@ -44,6 +44,11 @@ class Admitting(Protocol):
 
     def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]: ...
 
+    def run_mixed(self, calls: Sequence[tuple[str, int, Sequence[object]]]) -> list[Any]: ...
+
+
+Calls = Sequence[tuple[int, Sequence[object]]]  # (bucket, a script's arguments) per call
+
 
 def admit(
     frontier: Admitting,
@@ -53,11 +58,13 @@ def admit(
     *,
     page_host: str | None = None,
     cash: tuple[float, float, int] | None = None,
+    exclusions: Calls = (),
 ) -> Admission:
     """Enqueue-if-new with the per-host cap and the plan's keyed budgets (each candidate's keys
     are the plan's; the script only counts and compares). A fetched
     page's links (``page_host`` given) are its in-links too. Under AOPIC ``cash`` is
-    (Lambda's per-page total, each candidate's cash, the priority that cash buys)."""
+    (Lambda's per-page total, each candidate's cash, the priority that cash buys).
+    ``exclusions`` (``exclusion_calls``) are written in the same round trip."""
     by_bucket: dict[int, list[object]] = {}
     caps = plan.caps
     priority = None if cash is None else cash[2]
@@ -108,7 +115,9 @@ def admit(
                     ),
                 )
             )
-    replies = frontier.run_many("add", calls)
+    mixed = [("add", b, args) for b, args in calls]
+    mixed += [("exclude", b, args) for b, args in exclusions]
+    replies = frontier.run_mixed(mixed)[: len(calls)]
     added = seen = 0
     rejected: dict[str, int] = {}
     focus: list[str] = []
@@ -127,10 +136,10 @@ def admit(
     return Admission(AddResult(added, seen, rejected), focus[0::2], focus[1::2], grown)
 
 
-def exclude(
+def exclusion_calls(
     frontier: Admitting, excluded: Sequence[tuple[str, str]], depth: int, now: float
-) -> None:
-    """Remember URLs refused at admission, with their reasons (lua/exclude.lua)."""
+) -> Calls:
+    """lua/exclude.lua's calls that remember ``excluded`` (URL, reason) at ``depth``."""
     by_bucket: dict[int, list[object]] = {}
     for url, reason in excluded:
         host = host_key(url)
@@ -138,9 +147,8 @@ def exclude(
             (url, host, depth, reason, frontier.fingerprint(url))
         )
     step = 5 * ADD_CHUNK
-    calls: list[tuple[int, Sequence[object]]] = [
+    return [
         (bucket, (num(now), *fields[i : i + step]))
         for bucket, fields in by_bucket.items()
         for i in range(0, len(fields), step)
     ]
-    frontier.run_many("exclude", calls)

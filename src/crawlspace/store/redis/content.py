@@ -20,7 +20,7 @@ priority, never one that hides a page. ``max_entries`` bounds the fingerprints s
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawlspace.dedup.near_index import blocks
 from crawlspace.dedup.simhash import SCHEME as SIMHASH_SCHEME
@@ -45,10 +45,15 @@ class RedisContentIndex:
 
     def claim_text(self, text_sha256: str, owner: int) -> int | None:
         key = self._tag("t", text_sha256) + ":text"
-        client = self._f.client
-        if self._f.retrying(lambda: client.hsetnx(key, text_sha256, owner)):
-            return None
-        first = int(self._f.retrying(lambda: client.hget(key, text_sha256)))
+
+        def claim() -> Any:
+            # The claim and its read back in one round trip: the value is ours or the first's.
+            pipe = self._f.client.pipeline(transaction=False)
+            pipe.hsetnx(key, text_sha256, owner)
+            pipe.hget(key, text_sha256)
+            return pipe.execute()[1]
+
+        first = int(self._f.retrying(claim))
         return None if first == owner else first
 
     def near(self, simhash: int, owner: int) -> int | None:

@@ -33,7 +33,7 @@ from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis import leasing
-from crawlspace.store.redis.admission import Admission, admit, exclude
+from crawlspace.store.redis.admission import Admission, admit, exclusion_calls
 from crawlspace.store.redis.cash import CashLedger, PageCash
 from crawlspace.store.redis.codec import num, robots_args, robots_record, url_key
 from crawlspace.store.redis.completion import complete_args
@@ -139,9 +139,6 @@ class RedisFrontier(ScriptRunner):
         rejections = dict(links.result.rejected)
         grown = links.grown
         found_new = links.result.added + rejections.get("budget_host", 0)
-        if completion.excluded:
-            # Records of refusals only: a failover that loses one costs a repeated refusal.
-            exclude(self, completion.excluded, lease.depth + 1, now)
         effects = plan.after_links(found_new)
         # The host's pending notes go with its completion's, which are newer (notes.py); the
         # script writes them if the lease is still current, before the host's token goes back.
@@ -190,12 +187,19 @@ class RedisFrontier(ScriptRunner):
         cash: PageCash | None,
     ) -> Admission:
         """A completion's links, added *before* its completing write: they belong to other
-        buckets, so it cannot be atomic with them (see the module docstring)."""
+        buckets, so it cannot be atomic with them (see the module docstring); and the links it
+        refused, remembered in the same round trip (records of refusals only: a failover that
+        loses one costs a repeated refusal)."""
+        refused = exclusion_calls(self, completion.excluded, lease.depth + 1, now)
         if not completion.discovered:
+            if refused:
+                self.run_many("exclude", refused)
             return Admission(AddResult(0, 0, {}), [], [], [])
         page = lease.host_key if completion.state != "queued" else None
         links = None if cash is None else (cash.lambda_total, cash.share, cash.priced)
-        admission = admit(self, completion.discovered, now, plan, page_host=page, cash=links)
+        admission = admit(
+            self, completion.discovered, now, plan, page_host=page, cash=links, exclusions=refused
+        )
         if self.barrier.replicas > 0:
             self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
         return admission
@@ -288,7 +292,7 @@ class RedisFrontier(ScriptRunner):
         return sum(int(n) for n in self.index.apply_replies(buckets, replies))
 
     def next_due_at(self) -> float | None:
-        return self.index.first("due")
+        return self.index.first("due")[0]
 
     # -- crawl-wide budgets (crawl/budget.py), in their own slot (lua/budget.lua) --------
 
@@ -307,8 +311,8 @@ class RedisFrontier(ScriptRunner):
         return self._budget("settle", released, done, nbytes)
 
     def next_ready_at(self) -> float | None:
-        ready = self.index.first("ready")
-        if ready is not None or self.index.first("leases") is not None:
+        ready, lease = self.index.first("ready", "leases")
+        if ready is not None or lease is not None:
             return ready
         # The index says the crawl is over: make sure with a full read (and repair the index)
         # before a worker stops on it. Reached once per worker at the end of a crawl.
@@ -316,7 +320,7 @@ class RedisFrontier(ScriptRunner):
         return min((at for p in peeks for at in p.ready_times()), default=None)
 
     def earliest_lease_expiry(self) -> float | None:
-        return self.index.first("leases")
+        return self.index.first("leases")[0]
 
     def in_flight(self) -> int:
         return self._sum_counter("inflight")
@@ -333,18 +337,9 @@ class RedisFrontier(ScriptRunner):
 
     def count(self, counts: dict[str, int]) -> None:
         """Add to the crawl-wide named counters (``stats --frontier``)."""
-        key = f"{self.namespace}:counters"
         counts = {name: n for name, n in counts.items() if n}
-        if not counts:
-            return
-
-        def bump() -> None:
-            pipe = self.client.pipeline(transaction=False)
-            for name, n in counts.items():
-                pipe.hincrby(key, name, n)
-            pipe.execute()
-
-        self.retrying(bump)
+        if counts:  # with the next read of the index (index.py): no round trip of their own
+            self.index.count(f"{self.namespace}:counters", counts)
 
     def host_counts(self, host_key: str) -> tuple[int, int]:
         """(duplicates, fetched pages) of a host, for the duplicate penalty."""
@@ -388,14 +383,10 @@ class RedisFrontier(ScriptRunner):
     def put_host_note(self, host_key: str, name: str, text: str) -> None:
         self.notes.put_host_note(host_key, name, text)
 
-    def flush_notes(self) -> None:
-        """Write the host notes put since the last lease round (notes.py)."""
-        self.notes.flush()
-
     def close(self) -> None:
         try:
-            self.flush_notes()
-        except (RedisError, StoreIOError) as exc:  # evidence: losing a round only delays
-            log.warning("host notes of the last lease round not written: %s", exc)
+            self.flush_riders()  # host notes, given address tokens, index marks, counters
+        except (RedisError, StoreIOError) as exc:  # evidence and hints: losing them only delays
+            log.warning("host notes, index marks or counters not written at close: %s", exc)
         finally:
             self.client.close()

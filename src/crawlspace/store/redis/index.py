@@ -14,6 +14,13 @@ copies them here in a second call (lua/index.lua), dropping marks older than tho
 index is a hint, never the authority: the lease and expire scripts re-check their bucket, and
 their replies correct a mark that sent the client to a bucket with nothing to do.
 
+A worker's marks are not written at once: they wait for its next round trip that runs a script
+(a read of the index among them) and go out in it (scripts.py ``Rider``; ``flush`` at close), with
+the crawl-wide counters' increments that wait here too. A completion thus costs no extra round
+trip for its marks, and the worker that wrote them reads them back at once. Other workers see
+them a moment later (this worker's next call, milliseconds apart); a kill -9 loses them like a
+lost reply, which the repairs below bound.
+
 A worker that dies between the two calls, a lost reply or a failover can leave a mark that hides
 a ready host or a lease. Two repairs bound that: every ``lease()``/``expire_leases()`` call sweeps a
 slice of buckets so each worker re-reads every bucket at least once per ``sweep_seconds`` of its
@@ -25,7 +32,7 @@ a mark it lost, and no worker stops while work is left.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from crawlspace.store.redis.scripts import ScriptRunner
@@ -62,6 +69,21 @@ def ready_pairs(pairs: Sequence[Any]) -> tuple[str, ...]:
     return tuple(str(x) for x in pairs)
 
 
+def merged(old: Mark, new: Mark) -> Mark:
+    """Two updates of one bucket as one, as lua/index.lua would leave them applied in turn: the
+    newer version's marks over the older's, band by band (an update sends the bands it
+    changed; '*' leaves a mark as it was)."""
+    if new[0] < old[0]:
+        old, new = new, old
+    bands = dict(zip(old[1][0::2], old[1][1::2], strict=True))
+    for band, mark in zip(new[1][0::2], new[1][1::2], strict=True):
+        if mark != "*":
+            bands[band] = mark
+    lease = old[2] if new[2] == "*" else new[2]
+    due = old[3] if new[3] == "*" else new[3]
+    return new[0], tuple(x for pair in bands.items() for x in pair), lease, due
+
+
 class BucketIndex:
     """The ``{ns:idx}`` keys of one frontier, and this worker's sweep over its buckets."""
 
@@ -72,29 +94,76 @@ class BucketIndex:
         self._swept_at: float | None = None
         # Workers start their sweeps at different buckets, so together they cover more of them.
         self._cursor = random.randrange(scripts.buckets)
+        self._marks: Marks = {}  # waiting for the next round trip, merged per bucket
+        self._counts: dict[str, dict[str, int]] = {}  # counters hash -> increments waiting
+        scripts.riders.append(self)
 
-    # -- writes -----------------------------------------------------------------------------
+    # -- writes: they wait for the next round trip ---------------------------------------------
 
     def apply(self, marks: Marks, *, forced: bool = False) -> None:
-        """Copy bucket marks here; unforced marks older than those in place are dropped."""
-        if not marks:
+        """Copy bucket marks here; unforced marks older than those in place are dropped. They
+        wait for the next round trip (``forced`` ones, a repair's, are written now, after
+        them)."""
+        if forced:
+            if marks:
+                self._read(lambda pipe: self._f.queue(pipe, "index", *self._index_call(marks, 1)))
             return
-        args: list[object] = [self.prefix, int(forced)]
+        waiting = self._marks
+        for bucket, mark in marks.items():
+            before = waiting.get(bucket)
+            waiting[bucket] = mark if before is None else merged(before, mark)
+
+    def count(self, key: str, counts: dict[str, int]) -> None:
+        """Add ``counts`` to the counters hash ``key`` with the next round trip (a crawl's
+        figures: a kill -9 loses at most this worker's last moment of them)."""
+        waiting = self._counts.setdefault(key, {})
+        for name, n in counts.items():
+            waiting[name] = waiting.get(name, 0) + n
+
+    def flush(self) -> None:
+        """Write whatever waits now (at close, and for tests that read the keys)."""
+        if self.waiting():
+            self._read(lambda pipe: None)
+
+    # -- as a Rider (scripts.py): the waiting writes go out with the next round trip ------------
+
+    def waiting(self) -> bool:
+        return bool(self._marks or self._counts)
+
+    def queue_waiting(self, pipe: Any) -> int:
+        queued = 0
+        if self._marks:
+            self._f.queue(pipe, "index", *self._index_call(self._marks, 0))
+            queued += 1
+        for key, named in self._counts.items():
+            for name, n in named.items():
+                pipe.hincrby(key, name, n)
+                queued += 1
+        return queued
+
+    def sent(self) -> None:
+        self._marks, self._counts = {}, {}
+
+    def _index_call(self, marks: Marks, forced: int) -> tuple[str, list[object]]:
+        args: list[object] = [self.prefix, forced]
         for bucket, (version, ready, lease, due) in marks.items():
             args += [bucket, version, len(ready) // 2, *ready, lease, due]
-        self._f.run_key("index", self.prefix + "ver", args)
+        return self.prefix + "ver", args
+
+    def _read(self, command: Callable[[Any], object]) -> list[Any]:
+        """The replies of the commands ``command(pipe)`` adds, in one round trip with the
+        waiting writes (a marks' repeat is harmless: they carry versions; a counter's, after a
+        failover lost its reply, is a figure off by one page, never a URL)."""
+        return self._f.round_trip(command)
 
     def apply_replies(self, buckets: Iterable[int], replies: Iterable[Sequence[Any]]) -> list[Any]:
         """Apply the index updates of ``[update, result]`` script replies; return the results."""
-        marks: Marks = {}
         results: list[Any] = []
         for bucket, (update, result) in zip(buckets, replies, strict=True):
             parsed = parse_update(update)
-            # Replies of one batch that share a bucket: the newest version wins here too.
-            if parsed is not None and (bucket not in marks or marks[bucket][0] < parsed[0]):
-                marks[bucket] = parsed
+            if parsed is not None:  # merged with what waits (replies sharing a bucket too)
+                self.apply({bucket: parsed})
             results.append(result)
-        self.apply(marks)
         return results
 
     # -- reads ------------------------------------------------------------------------------
@@ -111,7 +180,8 @@ class BucketIndex:
 
     def _front(self, at: str, limit: int) -> list[Any]:
         args = (self.prefix, at, limit, self._f.front.aging)
-        return list(self._f.run_key("front", self.prefix + "ver", args))
+        key = self.prefix + "ver"
+        return list(self._read(lambda pipe: self._f.queue(pipe, "front", key, args))[0])
 
     def due_lease_buckets(self, at: str) -> list[int]:
         return self.buckets_before("leases", at)
@@ -119,17 +189,28 @@ class BucketIndex:
     def buckets_before(self, which: str, at: str) -> list[int]:
         """The buckets whose mark of ``which`` ("leases", "due") is <= ``at``."""
         key = self.prefix + which
-        found = self._f.retrying(lambda: self._f.client.zrangebyscore(key, "-inf", at))
+        (found,) = self._read(lambda pipe: pipe.zrangebyscore(key, "-inf", at))
         return [int(b) for b in found]
 
-    def first(self, which: str) -> float | None:
-        """The earliest mark of ``which`` ("ready", "leases", "due") over all buckets, or None."""
-        if which == "ready":
-            earliest = self._front("+inf", 0)[0]
-            return float(earliest) if earliest else None
-        key = self.prefix + which
-        first = self._f.retrying(lambda: self._f.client.zrange(key, 0, 0, withscores=True))
-        return float(first[0][1]) if first else None
+    def first(self, *which: str) -> list[float | None]:
+        """The earliest mark of each of ``which`` ("ready", "leases", "due") over all buckets
+        (None: no mark), in one round trip."""
+
+        def read(pipe: Any) -> None:
+            for name in which:
+                if name == "ready":
+                    args = (self.prefix, "+inf", 0, self._f.front.aging)
+                    self._f.queue(pipe, "front", self.prefix + "ver", args)
+                else:
+                    pipe.zrange(self.prefix + name, 0, 0, withscores=True)
+
+        out: list[float | None] = []
+        for name, reply in zip(which, self._read(read), strict=True):
+            if name == "ready":
+                out.append(float(reply[0]) if reply[0] else None)
+            else:
+                out.append(float(reply[0][1]) if reply else None)
+        return out
 
     def peek(
         self,

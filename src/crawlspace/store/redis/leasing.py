@@ -53,8 +53,8 @@ _T = TypeVar("_T")
 
 class Granting(Protocol):
     """What leasing uses of its frontier (store/redis/frontier.py): the limits, the scripts,
-    the bucket index, this worker's epoch, spread and replication barrier, and the two
-    operations a lease round may need (give a lease back, write pending host notes)."""
+    the bucket index, this worker's epoch, spread and replication barrier, and giving a lease
+    back."""
 
     limits: FrontierLimits
     index: BucketIndex
@@ -74,8 +74,6 @@ class Granting(Protocol):
     def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]: ...
 
     def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool: ...
-
-    def flush_notes(self) -> None: ...
 
 
 def _ready_counts(frontier: Granting, now: float, limit: int) -> dict[int, int]:
@@ -138,7 +136,6 @@ def ready_hosts(frontier: Granting, now: float) -> int:
 
 
 def grant(frontier: Granting, now: float, limit: int, lease_seconds: float) -> list[Lease]:
-    frontier.flush_notes()  # what the last round's visits learned (notes.py)
     frontier.index.sweep(now, num(now))
     if limit <= 0:
         return []

@@ -1,17 +1,18 @@
-"""Host notes a worker has put but not yet written: batched into one pipeline per lease round.
+"""Host notes a worker has put but not yet written: they ride along with its next round trip.
 
 What a visit learns about its host (crawl/host_rules.py: a URL family's window after each first
 visit, a new verdict) would otherwise be one more round trip per page. Notes are evidence whose
 updates are unlocked anyway (two workers counting from the same base lose one count, which only
-delays a conclusion), so a write may wait for the worker's next lease round: it is flushed there,
-with the host's next completion notes, when many are pending, and at close. The worker that put
-a note reads it back at once (``overlay``); a kill -9 loses at most one round of evidence.
+delays a conclusion), so a write may wait: it goes out with the worker's next call that runs a
+script (scripts.py ``Rider``), with the host's next completion notes, on its own when many are
+pending, and at close. The worker that put a note reads it back at once (``overlay``); a kill -9
+loses at most a moment of evidence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from crawlspace.store.redis.scripts import ScriptRunner
 
@@ -44,10 +45,15 @@ class PendingNotes:
         self._count -= len(notes)
         return notes
 
-    def drain(self) -> dict[str, dict[str, str]]:
-        """Every pending note by key, no longer pending (written by the caller)."""
-        pending, self._by_key, self._count = self._by_key, {}, 0
-        return pending
+    def __bool__(self) -> bool:
+        return bool(self._by_key)
+
+    def items(self) -> list[tuple[str, dict[str, str]]]:
+        """Every pending note by key (still pending until ``clear``)."""
+        return list(self._by_key.items())
+
+    def clear(self) -> None:
+        self._by_key, self._count = {}, 0
 
 
 class RedisHostNotes:
@@ -57,7 +63,8 @@ class RedisHostNotes:
 
     def __init__(self, scripts: ScriptRunner) -> None:
         self._scripts = scripts
-        self.pending = PendingNotes()  # host notes put, written each lease round
+        self.pending = PendingNotes()  # host notes put, written with the next round trip
+        scripts.riders.append(self)
 
     def key(self, host_key: str) -> str:
         """The host's notes hash."""
@@ -78,16 +85,20 @@ class RedisHostNotes:
             self.flush()
 
     def flush(self) -> None:
-        """Write every pending host note, one pipeline for all."""
-        pending = self.pending.drain()
-        if not pending:
-            return
-        client = self._scripts.client
+        """Write every pending host note now, one pipeline for all."""
+        if self.pending:
+            self._scripts.round_trip(lambda pipe: None)
 
-        def write() -> None:
-            pipe = client.pipeline(transaction=False)
-            for key, notes in pending.items():
-                pipe.hset(key, mapping=notes)
-            pipe.execute()
+    # -- as a Rider (scripts.py) ---------------------------------------------------------------
 
-        self._scripts.retrying(write)
+    def waiting(self) -> bool:
+        return bool(self.pending)
+
+    def queue_waiting(self, pipe: Any) -> int:
+        pending = self.pending.items()
+        for key, notes in pending:
+            pipe.hset(key, mapping=notes)
+        return len(pending)
+
+    def sent(self) -> None:
+        self.pending.clear()

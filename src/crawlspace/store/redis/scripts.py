@@ -12,7 +12,7 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 from importlib.resources import files
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
@@ -156,6 +156,22 @@ def compose_script(body: str, front: FrontQueues, buckets: int) -> str:
     return constants + trim_prelude(prelude, body) + body
 
 
+class Rider(Protocol):
+    """Writes that need no answer and may wait: they go out with this process's next round trip
+    that runs scripts (``ScriptRunner.round_trip``, ``run_key``, ``run_mixed``) instead of
+    costing one of their own."""
+
+    def waiting(self) -> bool: ...
+
+    def queue_waiting(self, pipe: Any) -> int:
+        """Add the waiting writes to ``pipe``; how many commands."""
+        ...
+
+    def sent(self) -> None:
+        """The writes queued last went through: they no longer wait."""
+        ...
+
+
 class ScriptRunner:
     """Runs the frontier's scripts on the buckets of one namespace."""
 
@@ -185,6 +201,7 @@ class ScriptRunner:
         }
         self._sha: dict[str, str] = {}
         self.retrying(self._load_scripts)
+        self.riders: list[Rider] = []  # parts whose waiting writes ride along (Rider)
 
     def _check_layout(self) -> None:
         """Every process must hash hosts into the same number of buckets, or hosts split; and
@@ -250,9 +267,46 @@ class ScriptRunner:
     def run_key(
         self, name: str, key: str, args: Sequence[object], *, retried: list[bool] | None = None
     ) -> Any:
+        if self._riding():
+            queued = self.round_trip(lambda pipe: self.queue(pipe, name, key, args), retried)
+            return queued[0]
         return self.retrying(
             lambda: self.client.evalsha(self._sha[name], 1, key, *args), retried=retried
         )
+
+    # -- writes that ride along: no round trip of their own ------------------------------------
+
+    def _riding(self) -> bool:
+        return any(rider.waiting() for rider in self.riders)
+
+    def flush_riders(self) -> None:
+        """Send every waiting write now (at close)."""
+        if self._riding():
+            self.round_trip(lambda pipe: None)
+
+    def round_trip(
+        self, queue: Callable[[Any], object], retried: list[bool] | None = None
+    ) -> list[Any]:
+        """One pipeline: the riders' waiting writes, then the commands ``queue(pipe)`` adds;
+        the replies of those. The writes stop waiting once they went through (a try that
+        failed in transit sends them again: each rider's writes bear repeating)."""
+
+        def call() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            riding = sum(rider.queue_waiting(pipe) for rider in self.riders)
+            queue(pipe)
+            return list(pipe.execute())[riding:]
+
+        replies = self.retrying(call, retried=retried)
+        for rider in self.riders:
+            rider.sent()
+        return replies
+
+    def queue(self, pipe: Any, name: str, key: str, args: Sequence[object]) -> None:
+        """Add a run of script ``name`` to ``pipe`` (its reply comes with the pipeline's)."""
+        # execute_command: redis-py's cluster pipeline blocks .evalsha() but routes EVALSHA
+        # by its one key like any keyed command.
+        pipe.execute_command("EVALSHA", self._sha[name], 1, key, *args)
 
     def read_on(self, client: Any, name: str, bucket: int, *args: object) -> Any:
         """Run a read-only script (``_READ_SCRIPTS``) on ``client``, which may be a replica
@@ -263,19 +317,29 @@ class ScriptRunner:
 
     def run_many(self, name: str, calls: Sequence[tuple[int, Sequence[object]]]) -> list[Any]:
         """One pipelined round trip per shard; a call that failed is rerun on its own."""
+        return self.run_mixed([(name, bucket, args) for bucket, args in calls])
+
+    def run_mixed(self, calls: Sequence[tuple[str, int, Sequence[object]]]) -> list[Any]:
+        """As ``run_many``, each call naming its script (the riders' writes go first)."""
         pipe = self.client.pipeline(transaction=False)
-        for bucket, args in calls:
+        riding = sum(rider.queue_waiting(pipe) for rider in self.riders)
+        for name, bucket, args in calls:
             prefix = self.key_prefix(bucket)
-            # execute_command: redis-py's cluster pipeline blocks .evalsha() but routes EVALSHA
-            # by its one key like any keyed command.
-            pipe.execute_command("EVALSHA", self._sha[name], 1, prefix + "st", prefix, *args)
+            self.queue(pipe, name, prefix + "st", (prefix, *args))
         try:
             results: list[Any] = pipe.execute(raise_on_error=False)
         except RERUN as exc:
-            results = [exc] * len(calls)
+            results = [exc] * (riding + len(calls))
+        if any(isinstance(result, Exception) for result in results[:riding]):
+            self.round_trip(lambda pipe: None)  # the riders' writes on their own, retried
+        else:
+            for rider in self.riders:
+                rider.sent()
+        results = results[riding:]
         for i, result in enumerate(results):
             if isinstance(result, RERUN):
-                results[i] = self.run(name, calls[i][0], *calls[i][1])
+                name, bucket, args = calls[i]
+                results[i] = self.run(name, bucket, *args)
             elif isinstance(result, Exception):
                 raise result
         return results

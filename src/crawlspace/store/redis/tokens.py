@@ -26,6 +26,8 @@ class HeldTokens:
         self._scripts = scripts
         self.limits = limits
         self.index = index
+        self._gives: list[tuple[str, tuple[object, ...]]] = []  # (prefix, args) waiting
+        scripts.riders.append(self)
 
     # -- per server address, in the address's own slot (lua/address.lua) ---------------------
 
@@ -42,11 +44,27 @@ class HeldTokens:
         return policy.retry_at(now, next_at, busy=int(reply[1]) == 1)
 
     def give_address(self, address: str, holder: str, ended: float) -> None:
+        """The token goes back with this process's next round trip (a ``Rider``): it is
+        only held a moment longer, and its address's next start is set from ``ended``, so
+        the gap is never shorter. This process's next take of it goes after it."""
         prefix = f"{{{self._scripts.namespace}:a:{address}}}:"
         gap = self.limits.address.min_gap
         next_at = num(ended + gap) if gap > 0 else ""
-        args = (prefix, "give", holder, next_at, math.ceil(gap) + 1)
-        self._scripts.run_key("address", prefix + "h", args)
+        self._gives.append((prefix, (prefix, "give", holder, next_at, math.ceil(gap) + 1)))
+
+    # -- as a Rider (scripts.py) ---------------------------------------------------------------
+
+    def waiting(self) -> bool:
+        return bool(self._gives)
+
+    def queue_waiting(self, pipe: Any) -> int:
+        # A give is idempotent (it names its holder), so a repeat after a lost reply is harmless.
+        for prefix, args in self._gives:
+            self._scripts.queue(pipe, "address", prefix + "h", args)
+        return len(self._gives)
+
+    def sent(self) -> None:
+        self._gives.clear()
 
     # -- per host, in the host's bucket (lua/host_token.lua); expire.lua lapses them ------------
 
