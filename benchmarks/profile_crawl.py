@@ -1,13 +1,15 @@
-"""Where a crawl's CPU goes: one crawlspace crawl of the benchmark corpus under py-spy.
+"""Where a crawl's CPU goes: one crawlspace crawl of a benchmark corpus under py-spy.
 
-    python benchmarks/profile_crawl.py [--max-pages 1000] [--hosts 16] [--top 25]
+    python benchmarks/profile_crawl.py [--corpus python|postgres] [--max-pages 1000]
+        [--hosts N] [--top 25]
 
-Serves the same corpus as ``crawl_vs_scrapy.py`` (python3.11-doc over nginx on 16 loopback
-hosts), runs the same crawl command under ``py-spy record --subprocesses`` (the parse workers
-included) and prints two Markdown tables: CPU milliseconds per fetched page by process (the
-crawl loop vs the parse workers) and the functions with the most self time. py-spy must be on
-PATH (``pip install py-spy``; it needs ptrace, so root or CAP_SYS_PTRACE). Sampling slows the
-crawl a little: take rates from ``crawl_vs_scrapy.py``, shares from here.
+Serves a corpus of ``crawl_vs_scrapy.py`` over nginx on loopback hosts (python3.11-doc by
+default, on 8 hosts; postgresql-doc-15 on 4; ``--max-pages 0``: no limit), runs the same crawl
+command under ``py-spy record --subprocesses`` (the parse workers included) and prints two
+Markdown tables: CPU milliseconds per fetched page by process (the crawl loop vs the parse
+workers) and the functions with the most self time. py-spy must be on PATH (``pip install
+py-spy``; it needs ptrace, so root or CAP_SYS_PTRACE). Sampling slows the crawl a little: take
+rates from ``crawl_vs_scrapy.py``, shares from here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import StaticServer, prepare_corpus  # noqa: E402
+from corpus import SOURCES, StaticServer, prepare_corpus  # noqa: E402
 from crawl_vs_scrapy import command, fetched_urls  # noqa: E402
 
 RATE = 250  # samples per second per process
@@ -78,8 +80,9 @@ def summarize(raw: Path, pages: int, top: int) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", choices=sorted(SOURCES), default="python")
     parser.add_argument("--max-pages", type=int, default=1000)
-    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--hosts", type=int, help="loopback hosts (the corpus's default)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--generated", action="store_true", help="use the generated corpus")
     parser.add_argument("--raw", type=Path, help="also keep py-spy's raw stacks in this file")
@@ -91,10 +94,18 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="crawlspace-profile-"))
     try:
         corpus = prepare_corpus(
-            work, install=True, generated_pages=600, generated_only=args.generated
+            work,
+            install=True,
+            generated_pages=600,
+            generated_only=args.generated,
+            name=args.corpus,
         )
-        addresses = [f"127.0.0.{i}" for i in range(1, args.hosts + 1)]
-        with StaticServer(corpus.root, addresses, prefer_nginx=True) as server:
+        hosts = args.hosts or SOURCES[args.corpus].default_hosts
+        addresses = [f"127.0.0.{i}" for i in range(1, hosts + 1)]
+        server = StaticServer(
+            corpus.root, addresses, prefer_nginx=True, robots_txt=corpus.robots_txt
+        )
+        with server:
             seeds = [f"{h}/index.html" for h in server.base_urls()]
             out = work / "crawl"
             raw = work / "profile.txt"

@@ -45,7 +45,6 @@ ScopeMode = Literal["host", "domain", "any"]
 SCOPE_REASON: Final = "scope"
 _MODES: Final = frozenset(("host", "domain", "any"))
 
-_psl = PublicSuffixList()
 # What the connect-time guard allows with no opt-in: an address it refuses is not public.
 _NO_OPT_IN: Final = AddressGuard()
 # RFC 6761 §6.3: "localhost" names are loopback whatever a resolver says; judge them as both.
@@ -61,12 +60,20 @@ def _is_ip_or_single_label(host: str) -> bool:
     return host.rstrip(".").rsplit(".", 1)[-1].isdigit()
 
 
+@lru_cache(maxsize=1)
+def _public_suffixes() -> PublicSuffixList:
+    """Read once, when first needed: parsing the list costs ~30 ms, which every process
+    (the crawl's and each parse worker's) paid at import though only ``scope = "domain"``
+    uses it."""
+    return PublicSuffixList()
+
+
 @lru_cache(maxsize=65536)
 def registrable_domain(host: str) -> str:
     """Registrable domain of a normalized hostname, or the hostname itself when it has none."""
     if _is_ip_or_single_label(host):
         return host
-    domain: str | None = _psl.privatesuffix(host)
+    domain: str | None = _public_suffixes().privatesuffix(host)
     return host if domain is None else domain
 
 
