@@ -102,8 +102,12 @@ def check_reevaluation(old: str) -> None:
 
 _REEVALUABLE = frozenset(s.value for s in REEVALUATIONS)
 
-# The exclusions a host's robots.txt decided (its rules, or its being unreachable): the ones its
-# next robots.txt re-evaluates (RFC 9309 §2.4: rules change, and a crawler re-reads them).
+# The exclusions a host's next robots.txt re-evaluates (RFC 9309 §2.4: rules change, and a
+# crawler re-reads them): those its robots.txt decided (its rules, or its being unreachable), and
+# those the address guard made (errors.py BlockedAddressError), of its robots.txt or of a page:
+# addresses move, and a crawl reconfigured to allow a network lifts them at once
+# (Frontier.lift_exclusion).
 ROBOTS_EXCLUDED = "robots"
 ROBOTS_UNAVAILABLE = "robots_unavailable"
-ROBOTS_EXCLUSIONS = frozenset({ROBOTS_EXCLUDED, ROBOTS_UNAVAILABLE})
+BLOCKED_ADDRESS = "blocked_address"
+ROBOTS_EXCLUSIONS = frozenset({ROBOTS_EXCLUDED, ROBOTS_UNAVAILABLE, BLOCKED_ADDRESS})

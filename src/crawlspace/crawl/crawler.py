@@ -25,12 +25,14 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.leases import CrawlParts, LeaseRunner
+from crawlspace.crawl.settings import SettingChange
 from crawlspace.crawl.setup import (
     SETTINGS_KEY,
     OutDirLock,
     crawl_scope,
     fetch_settings,
     frontier_limits,
+    lift_exclusions,
     link_discovery,
     open_sqlite_store,
     settle_settings,
@@ -100,10 +102,11 @@ class Crawler:
         self.processors = ProcessorRegistry()
         self._lock = OutDirLock(self.out_dir)
         settings: str | None = None  # to store: new, or changed with reconfigure
+        changes: list[SettingChange] = []
         if store_factory is None:
             # A resume runs with the settings the crawl started with (crawl/settings.py).
             try:
-                config, settings = settle_settings(
+                config, settings, changes = settle_settings(
                     config, self.out_dir / "crawl.db", given, reconfigure
                 )
             except ConfigError:
@@ -116,6 +119,7 @@ class Crawler:
             self.store = open_sqlite_store(config, self.out_dir / "crawl.db")
         if settings is not None:
             self.store.set_meta(SETTINGS_KEY, settings)
+        lift_exclusions(self.store, changes, self.clock.now())
         self.scope = crawl_scope(config, self.store.scope_seeds())
         self.discovery = link_discovery(config, self.scope, filters)
         self._stop_reason: str | None = None

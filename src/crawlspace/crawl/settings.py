@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from crawlspace.config import CrawlConfig
 from crawlspace.config_sources import coerce_setting
 from crawlspace.errors import ConfigError
+from crawlspace.lifecycle import BLOCKED_ADDRESS
 
-__all__ = ["SettingChange", "given_by_default", "settle", "stored_form"]
+__all__ = ["SettingChange", "given_by_default", "lifted_exclusions", "settle", "stored_form"]
 
 # Settings of this run only: a resume may give any value without --reconfigure.
 PER_RUN: Final = frozenset(
@@ -142,3 +144,15 @@ def settle(
             "or add --reconfigure to change them"
         )
     return dataclasses.replace(config, **kept), changes
+
+
+def lifted_exclusions(changes: Sequence[SettingChange]) -> frozenset[str]:
+    """The exclusion reasons a reconfigured crawl lifts (Frontier.lift_exclusion): what the old
+    settings refused and the new ones may allow. ``allow_nets`` given a network it did not have:
+    the address guard's refusals (of pages, and of robots.txt, whose answer then excluded the
+    host's pages), checked again when their fetch connects. Without this, the crawl a user
+    reruns with ``--allow-net`` to reach a local site would still fetch nothing."""
+    for change in changes:
+        if change.name == "allow_nets" and set(change.given or ()) - set(change.stored or ()):
+            return frozenset({BLOCKED_ADDRESS})
+    return frozenset()

@@ -16,7 +16,13 @@ from pathlib import Path
 
 from crawlspace.bands import FrontQueues
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.settings import given_by_default, settle, stored_form
+from crawlspace.crawl.settings import (
+    SettingChange,
+    given_by_default,
+    lifted_exclusions,
+    settle,
+    stored_form,
+)
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
@@ -32,7 +38,7 @@ from crawlspace.frontier.priority import PriorityRules, compile_priority_pattern
 from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.frontier.trap_yield import YieldRules
 from crawlspace.limits import AddressPolicy
-from crawlspace.store.base import FrontierLimits
+from crawlspace.store.base import FrontierLimits, Store
 from crawlspace.store.sqlite.readonly import read_meta
 from crawlspace.store.sqlite.store import SqliteStore
 
@@ -161,9 +167,10 @@ def link_discovery(config: CrawlConfig, scope: Scope, filters: Sequence[UrlFilte
 
 def settle_settings(
     config: CrawlConfig, db_path: Path, given: frozenset[str] | None, reconfigure: bool
-) -> tuple[CrawlConfig, str | None]:
+) -> tuple[CrawlConfig, str | None, list[SettingChange]]:
     """The stored settings of a resumed crawl, changed only with ``reconfigure`` (each change
-    logged), and what to store: a new crawl's settings, or the changed ones; else None."""
+    logged), what to store (a new crawl's settings, or the changed ones; else None), and the
+    changes."""
     stored = read_meta(db_path, SETTINGS_KEY) if db_path.exists() else None
     settled, changes = settle(
         config,
@@ -173,7 +180,15 @@ def settle_settings(
     )
     for change in changes:
         log.warning("--reconfigure: %s", change.describe())
-    return settled, stored_form(settled) if changes or stored is None else None
+    return settled, stored_form(settled) if changes or stored is None else None, changes
+
+
+def lift_exclusions(store: Store, changes: list[SettingChange], now: float) -> None:
+    """Queue again what the changed settings no longer exclude (settings.py lifted_exclusions),
+    saying how much."""
+    for reason in sorted(lifted_exclusions(changes)):
+        queued = store.lift_exclusion(reason, now)
+        log.warning("--reconfigure: %d URLs excluded as %s queued again", queued, reason)
 
 
 class OutDirLock:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler, CrawlSummary, frontier_limits
-from crawlspace.crawl.settings import given_by_default, settle, stored_form
+from crawlspace.crawl.settings import SettingChange, given_by_default, settle, stored_form
+from crawlspace.crawl.setup import lift_exclusions
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.redis.scripts import ride_out
@@ -69,9 +70,12 @@ class Resume:
     reconfigure: bool = False
 
 
-def shared_settings(config: CrawlConfig, url: str, namespace: str, resume: Resume) -> CrawlConfig:
+def shared_settings(
+    config: CrawlConfig, url: str, namespace: str, resume: Resume
+) -> tuple[CrawlConfig, list[SettingChange]]:
     """The settings of the crawl in ``namespace``: stored in Redis (``{ns}:settings``) by the
-    first process, then used by every ``seed`` and ``worker``, as a crawl directory does."""
+    first process, then used by every ``seed`` and ``worker``, as a crawl directory does; and
+    the changes this process made to them (``--reconfigure``)."""
     client = connect(url)
     key = f"{namespace}:settings"
     given = given_by_default(config) if resume.given is None else resume.given
@@ -89,7 +93,7 @@ def shared_settings(config: CrawlConfig, url: str, namespace: str, resume: Resum
                 store(stored_form(settled), first=False)
                 for change in changes:
                     log.warning("--reconfigure: %s", change.describe())
-            return settled
+            return settled, changes
     finally:
         client.close()
 
@@ -104,7 +108,7 @@ def _crawler(
     durability: Durability | None = None,
     resume: Resume | None = None,
 ) -> Crawler:
-    config = shared_settings(config, url, namespace, resume or Resume())
+    config, changes = shared_settings(config, url, namespace, resume or Resume())
 
     def factory(db_path: Path) -> SharedStore:
         frontier = open_frontier(
@@ -115,7 +119,9 @@ def _crawler(
         )
         return SharedStore(db_path, frontier, content)
 
-    return Crawler(config, out_dir, store_factory=factory)
+    crawler = Crawler(config, out_dir, store_factory=factory)
+    lift_exclusions(crawler.store, changes, crawler.clock.now())  # by the process that changed
+    return crawler
 
 
 def seed_frontier(

@@ -157,6 +157,13 @@ class RobotsRecords(Protocol):
         visit (version + 1, attempts from 0); returns how many."""
         ...
 
+    def lift_exclusion(self, reason: str, now: float) -> int:
+        """Every URL excluded for ``reason`` (one of ROBOTS_EXCLUSIONS) queued again as a new
+        visit, and every robots.txt answer that failed with it expired at ``now``, so its host
+        fetches robots.txt again before its next page; returns the URLs queued. For a crawl
+        whose settings changed what made the exclusion (crawl/settings.py lifted_exclusions)."""
+        ...
+
 
 class Frontier(LeaseVerbs, HostTokens, HostNotes, RobotsRecords, Protocol):
     """The scheduling core shared by the pure in-memory scheduler and every durable store: its

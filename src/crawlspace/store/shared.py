@@ -90,6 +90,9 @@ class SharedStore(RecordsDelegate):
     def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
         return self.frontier.requeue_excluded(host_key, url_ids, now)
 
+    def lift_exclusion(self, reason: str, now: float) -> int:
+        return self.frontier.lift_exclusion(reason, now)
+
     def take_address(
         self, address: str, holder: str, now: float, expires_at: float
     ) -> float | None:

@@ -14,6 +14,7 @@ links.py: in-link points, AOPIC cash, the discovery window's demotion.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
@@ -330,6 +331,20 @@ class MemoryFrontier:
             self._enqueue(host, url)
         self._reschedule(host)
         return len(reopened)
+
+    def lift_exclusion(self, reason: str, now: float) -> int:
+        queued = 0
+        for host in self._hosts.values():
+            if host.robots is not None and host.robots.error == reason:
+                host.robots = dataclasses.replace(host.robots, expires_at=now)
+            lifted = [
+                url_id
+                for url_id in sorted(host.robots_excluded)
+                if (url := self._by_id[url_id]) is not None and url.reason == reason
+            ]
+            if lifted:
+                queued += self.requeue_excluded(host.key, lifted, now)
+        return queued
 
     def expire_leases(self, now: float) -> int:
         expired = 0

@@ -46,6 +46,7 @@ from crawlspace.store.redis.wait import ReplicationBarrier
 __all__ = ["DEFAULT_BUCKETS", "RedisFrontier", "connect", "stored_buckets"]
 
 DEFAULT_BUCKETS = 1024
+LIFT_CHUNK = 64  # buckets per pipeline of lift_exclusion
 
 log = logging.getLogger("crawlspace.store.redis")
 
@@ -262,6 +263,15 @@ class RedisFrontier(ScriptRunner):
                 *ids,
             )
         )
+
+    def lift_exclusion(self, reason: str, now: float) -> int:
+        args = ("lift", reason, num(now), self.limits.max_in_flight_per_host)
+        queued = 0
+        for start in range(0, self.buckets, LIFT_CHUNK):  # bounded pipelines, once per run
+            buckets = range(start, min(start + LIFT_CHUNK, self.buckets))
+            replies = self.run_many("reevaluate", [(b, args) for b in buckets])
+            queued += sum(int(n) for n in self.index.apply_replies(buckets, replies))
+        return queued
 
     def expire_leases(self, now: float) -> int:
         at = num(now)

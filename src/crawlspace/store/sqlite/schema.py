@@ -91,10 +91,12 @@ CREATE INDEX IF NOT EXISTS urls_leased ON urls (lease_expires_at) WHERE state = 
 -- known URLs in the url index alone and takes these out, without reading the table.
 CREATE INDEX IF NOT EXISTS urls_depth_excluded ON urls (url)
     WHERE state = 'excluded' AND reason = 'depth';
--- The URLs a host's robots.txt excluded, for its next robots.txt to re-evaluate
--- (robots/policy.py ROBOTS_EXCLUSIONS; store/sqlite/store.py robots_excluded).
-CREATE INDEX IF NOT EXISTS urls_robots_excluded ON urls (host_id)
-    WHERE state = 'excluded' AND reason IN ('robots', 'robots_unavailable');
+-- The URLs a host's next robots.txt re-evaluates (lifecycle.py ROBOTS_EXCLUSIONS;
+-- store/sqlite/store.py robots_excluded). It replaced urls_robots_excluded, which left out the
+-- address guard's exclusions.
+DROP INDEX IF EXISTS urls_robots_excluded;
+CREATE INDEX IF NOT EXISTS urls_robots_reevaluated ON urls (host_id)
+    WHERE state = 'excluded' AND reason IN ('robots', 'robots_unavailable', 'blocked_address');
 
 -- One row per HTTP exchange that produced a response; UNIQUE(url_id, version) makes a second
 -- completion of the same visit impossible even if the lease check were bypassed.

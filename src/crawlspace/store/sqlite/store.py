@@ -31,9 +31,11 @@ from crawlspace.store.sqlite import revisit as sqlite_revisit
 from crawlspace.store.sqlite.completion import complete_page
 from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate, io_errors
 
-# Matches the partial index urls_robots_excluded (schema.py), so the lookups use it.
-_ROBOTS_EXCLUDED = "state = 'excluded' AND reason IN ('robots', 'robots_unavailable')"
-assert {"robots", "robots_unavailable"} == ROBOTS_EXCLUSIONS
+# Matches the partial index urls_robots_reevaluated (schema.py), so the lookups use it.
+_ROBOTS_EXCLUDED = (
+    "state = 'excluded' AND reason IN ('robots', 'robots_unavailable', 'blocked_address')"
+)
+assert {"robots", "robots_unavailable", "blocked_address"} == ROBOTS_EXCLUSIONS
 
 
 class SqliteStore(RecordsDelegate):
@@ -219,7 +221,7 @@ class SqliteStore(RecordsDelegate):
         with self._transaction() as db:
             holds.give(db, host_key, holder, next_allowed_at)
 
-    # -- robots re-evaluation (crawl/leases.py): the partial index urls_robots_excluded --------
+    # -- robots re-evaluation (crawl/leases.py): the partial index urls_robots_reevaluated -----
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         with io_errors(self.path):
@@ -245,6 +247,31 @@ class SqliteStore(RecordsDelegate):
                 ).rowcount
             db.execute("UPDATE hosts SET queued = queued + ? WHERE id = ?", (requeued, row[0]))
         return requeued
+
+    def lift_exclusion(self, reason: str, now: float) -> int:
+        assert reason in ROBOTS_EXCLUSIONS, reason  # the index below holds those only
+        lifted = f"{_ROBOTS_EXCLUDED} AND reason = ?"
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE robots SET expires_at = ? WHERE error = ?",
+                (now, reason),
+            )
+            db.execute(
+                "UPDATE hosts SET robots_expires_at = ?"
+                " WHERE id IN (SELECT host_id FROM robots WHERE error = ?)",
+                (now, reason),
+            )
+            db.execute(
+                "UPDATE hosts SET queued = queued + (SELECT COUNT(*) FROM urls"
+                f" WHERE urls.host_id = hosts.id AND {lifted})"
+                f" WHERE id IN (SELECT host_id FROM urls WHERE {lifted})",
+                (reason, reason),
+            )
+            return db.execute(
+                "UPDATE urls SET state = 'queued', reason = NULL, version = version + 1,"
+                f" attempts = 0, updated_at = ? WHERE {lifted}",
+                (now, reason),
+            ).rowcount
 
     def expire_leases(self, now: float) -> int:
         return self._return_leases(now, now)

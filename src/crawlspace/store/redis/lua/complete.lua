@@ -57,8 +57,9 @@ if state ~= 'queued' and ARGV[21] ~= '' then
   redis.call('ZADD', DUE, ARGV[21], id)
 end
 end_lease(host, 'P|' .. id .. '|' .. lid)
-if state == 'excluded' and (ARGV[7] == 'robots' or ARGV[7] == 'robots_unavailable') then
-  -- Excluded by its host's robots.txt: the next one re-evaluates it (reevaluate.lua).
+if state == 'excluded' and (ARGV[7] == 'robots' or ARGV[7] == 'robots_unavailable'
+    or ARGV[7] == 'blocked_address') then
+  -- Its host's next robots.txt re-evaluates it (reevaluate.lua; lifecycle.py ROBOTS_EXCLUSIONS).
   redis.call('SADD', P .. 'rx:' .. host, id)
 end
 if state == 'queued' then
