@@ -181,6 +181,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_config(args: argparse.Namespace) -> int:
+    from crawlspace.config_help import markdown_table, text_table
+
+    sys.stdout.write(markdown_table() if args.markdown else text_table())
+    return 0
+
+
 def _cmd_seed(args: argparse.Namespace) -> int:
     from crawlspace.crawl.worker import Resume, seed_frontier
 
@@ -265,6 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("dir", type=Path)
     report.add_argument("--out", type=Path, help="the HTML file (default: DIR/report.html)")
     report.set_defaults(func=_cmd_report, quiet=True, verbose=False)
+
+    config = sub.add_parser(
+        "config", help="list every crawl setting: its TOML key, flag, default and meaning"
+    )
+    config.add_argument("--markdown", action="store_true", help="as the README's table")
+    config.set_defaults(func=_cmd_config, quiet=True, verbose=False)
 
     seed = sub.add_parser("seed", help="add seed URLs to a shared (Redis) frontier")
     seed.add_argument("seeds", nargs="+", metavar="SEED_URL")

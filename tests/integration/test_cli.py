@@ -16,7 +16,7 @@ from tests.webs import stats_json
 # Should a bad input ever get through, the crawl must send nothing anywhere: a loopback URL the
 # address guard refuses (no --allow-net).
 SEED = "http://127.0.0.1:9/"
-COMMANDS = ["crawl", "demo", "stats", "export", "serve", "report", "seed", "worker"]
+COMMANDS = ["crawl", "demo", "stats", "export", "serve", "report", "config", "seed", "worker"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
