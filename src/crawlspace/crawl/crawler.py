@@ -48,6 +48,7 @@ from crawlspace.parse.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Lease
 from crawlspace.store.base import Store
 from crawlspace.telemetry import Telemetry
+from crawlspace.telemetry.crawl_log import CrawlLog, fetch_log
 from crawlspace.version import __version__
 
 __all__ = ["CrawlSummary", "Crawler", "frontier_limits"]
@@ -242,6 +243,7 @@ class Crawler:
             now=self.clock.now,
         )
         visitor = Visitor(parts)
+        self.leases.crawl_log = CrawlLog(self.out_dir / "crawl.log", echo=_echoes(progress))
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
         try:
@@ -255,6 +257,8 @@ class Crawler:
                 await transport.close()
             pools.close()
             warc.close()
+            self.leases.crawl_log.close()
+            self.leases.crawl_log = None
             self.leases.flush_counts()
             self.telemetry.close(self.clock.now())
             self.store.set_meta("last_run_ended_at", str(self.clock.now()))
@@ -384,3 +388,12 @@ class Crawler:
     def close(self) -> None:
         self.store.close()
         self._lock.release()
+
+
+def _echoes(progress: object | None) -> bool:
+    """Whether each crawl.log line also goes to the log (INFO): not while a progress line is
+    drawn on a terminal, which it would scroll away, unless -v asked for everything."""
+    if not fetch_log.isEnabledFor(logging.INFO):
+        return False
+    drawn = bool(getattr(progress, "on_terminal", False))
+    return not drawn or fetch_log.isEnabledFor(logging.DEBUG)

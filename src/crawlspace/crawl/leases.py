@@ -36,6 +36,7 @@ from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import RULES, rules_for
 from crawlspace.store.base import Store
 from crawlspace.telemetry import Telemetry
+from crawlspace.telemetry.crawl_log import CrawlLog
 
 log = logging.getLogger("crawlspace.crawl")
 
@@ -156,6 +157,7 @@ class LeaseRunner:
         )
         self.tally = LeaseTally()
         self._flushed_waits = 0
+        self.crawl_log: CrawlLog | None = None  # the run's DIR/crawl.log (Crawler.run_async)
 
     def _now(self) -> float:
         return self._parts.clock.now()
@@ -240,6 +242,8 @@ class LeaseRunner:
             self._add_sitemaps(rules.sitemaps)
         if self._store.complete_robots(lease, visit.record, visit.next_allowed_at):
             self.tally.robots_done += 1
+            if self.crawl_log is not None:
+                self.crawl_log.robots(lease, visit.record)
             self.robots.put(lease.host_key, (visit.record, rules))
             if previous is not None and not robots_retrying(visit.record):
                 self._reevaluate(lease.host_key, rules)
@@ -309,6 +313,8 @@ class LeaseRunner:
         outcome = await self._committer.submit(lease, completion)
         crash_point("after_commit")
         self._parts.telemetry.on_commit(lease.host_key, completion, outcome)
+        if self.crawl_log is not None:
+            self.crawl_log.visit(lease, completion, outcome, now)
         tally = self.tally
         committed = outcome is not None
         if outcome is not None:  # its URL family's window

@@ -26,6 +26,11 @@ class CrawlProgress:
         self._started = time.monotonic()
         self._last = 0.0
 
+    @property
+    def on_terminal(self) -> bool:
+        """Whether the line is drawn in place on a terminal (crawl.log lines would scroll it)."""
+        return bool(self.console.is_terminal)
+
     def __enter__(self) -> CrawlProgress:
         self._live.__enter__()
         return self
