@@ -44,6 +44,19 @@ def _setup_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(level=level, handlers=[handler], force=True)
 
 
+def _includes(args: argparse.Namespace, seeds: list[str]) -> dict[str, tuple[str, ...]]:
+    """The include patterns given, with the seeds' directories under --no-parent."""
+    from crawlspace.frontier.budgets import parent_patterns
+
+    if args.no_parent and not seeds:
+        raise ConfigError(
+            "--no-parent keeps the crawl below its seeds' directories: give the seeds on the"
+            " same command line (a resumed crawl keeps the ones it stored)"
+        )
+    parents = parent_patterns(seeds) if args.no_parent else ()
+    return {"include": (*args.include, *parents)}
+
+
 def _cmd_crawl(args: argparse.Namespace) -> int:
     from crawlspace.ops.runner import print_summary, run_crawl
 
@@ -58,14 +71,15 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
             line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
         ]
     # --log-json: stderr carries JSON lines only, so no progress line and no plain message.
-    config = config_from(args, progress=not args.quiet and not args.log_json)
+    include = _includes(args, seeds)
+    config = config_from(args, progress=not args.quiet and not args.log_json, **include)
     _check_new_crawl(args.out, seeds, config.sitemaps)
     if (args.out / "crawl.db").exists() and not args.quiet:
         if args.log_json:
             logging.getLogger("crawlspace").info("resuming the crawl in %s", args.out)
         else:
             print(f"resuming the crawl in {args.out}", file=sys.stderr, flush=True)
-    settings = {"given": given_from(args), "reconfigure": args.reconfigure}
+    settings = {"given": given_from(args, **include), "reconfigure": args.reconfigure}
     if args.dashboard:
         from crawlspace.dashboard.server import DashboardServer
 
@@ -191,14 +205,15 @@ def _cmd_config(args: argparse.Namespace) -> int:
 def _cmd_seed(args: argparse.Namespace) -> int:
     from crawlspace.crawl.worker import Resume, seed_frontier
 
-    config = config_from(args, progress=False)
+    include = _includes(args, args.seeds)
+    config = config_from(args, progress=False, **include)
     added = seed_frontier(
         config,
         args.frontier,
         args.seeds,
         namespace=args.namespace,
         buckets=args.buckets,
-        resume=Resume(given_from(args), args.reconfigure),
+        resume=Resume(given_from(args, **include), args.reconfigure),
     )
     print(f"added {added} of {len(args.seeds)} seeds to {args.frontier}")
     return 0
@@ -208,6 +223,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from crawlspace.crawl.worker import Durability, Resume, run_worker
     from crawlspace.ops.runner import print_summary
 
+    _includes(args, [])  # --no-parent has no seeds here: refused
     config = config_from(args, progress=False)
     durability = Durability(args.wait_replicas, args.wait_timeout)
     summary = run_worker(

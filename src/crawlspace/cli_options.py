@@ -66,6 +66,26 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         " only the seeds' host:port and --allow-host entries are in scope",
     )
     add(
+        "--include",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="follow only links matching a pattern '[HOST_GLOB ]GLOB' or '[HOST_GLOB ]re:REGEX'"
+        " over path+query (repeatable; seeds always)",
+    )
+    add(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="never crawl URLs matching a pattern, as --include's (repeatable)",
+    )
+    add(
+        "--no-parent",
+        action="store_true",
+        help="follow only links below the seeds' directories (adds them to --include)",
+    )
+    add(
         "--resolve",
         action="append",
         default=[],
@@ -119,6 +139,8 @@ def overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]
         "continuous": True if args.continuous else None,
         "max_bytes": args.max_bytes,
         "allow_nets": tuple(args.allow_net),
+        "include": tuple(args.include),
+        "exclude": tuple(args.exclude),
         "resolve": tuple(args.resolve),
         "sitemaps": tuple(args.sitemap),
         "metrics_port": args.metrics_port,

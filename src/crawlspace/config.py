@@ -143,6 +143,7 @@ class CrawlConfig:
     max_query_params: int = 10
     max_urls_per_template: int | None = 1000
     exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()  # given: links must match one (seeds need not)
     # Discovery ratio (new URLs per fetched page) per host over windows of this many pages: a
     # host at >= discovery_trap_ratio whose ratio does not fall is flagged a likely trap and its
     # new URLs sink trap_priority_penalty points (10 = one depth level) in its queue.
@@ -325,6 +326,7 @@ def _check_rules(config: CrawlConfig) -> None:
     """Patterns and rules that must compile."""
     try:
         compile_excludes(config.exclude)
+        compile_excludes(config.include, "include")
         # Built as crawl/setup.py builds them, for the errors their constructors raise.
         PriorityRules(
             config.priority_policy,

@@ -32,6 +32,8 @@ FLAGS: Final = {
     "continuous": "--continuous",
     "max_bytes": "--max-bytes N",
     "allow_nets": "--allow-net CIDR",
+    "include": "--include PATTERN",
+    "exclude": "--exclude PATTERN",
     "resolve": "--resolve HOST:PORT:ADDR",
     "sitemaps": "--sitemap URL",
     "metrics_port": "--metrics-port PORT",
@@ -128,7 +130,9 @@ HELP: Final = {
     "max_urls_per_template": "new URLs per host per URL template, digits as {n} and tokens as"
     " {id} (budget_template)",
     "exclude": "URL patterns never crawled: '[HOST_GLOB ]GLOB' or '[HOST_GLOB ]re:REGEX' over"
-    " path+query (excluded_pattern)",
+    " path+query (excluded_pattern); repeatable",
+    "include": "when given, only links matching one of these patterns (as exclude's) are"
+    " followed, seeds always (not_included); --no-parent adds the seeds' directories",
     "discovery_window": "pages per window in which a host's new-URL ratio is measured",
     "discovery_trap_ratio": "a host at this many new URLs per page whose ratio does not fall is"
     " flagged a likely trap",

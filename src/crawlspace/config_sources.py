@@ -23,6 +23,7 @@ _TUPLE_FIELDS = {
     "strip_params",
     "sort_query_hosts",
     "exclude",
+    "include",
     "priority_patterns",
 }
 

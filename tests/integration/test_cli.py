@@ -366,3 +366,16 @@ def test_log_json_keeps_stderr_json(tmp_path: Path) -> None:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert all(isinstance(json.loads(line), dict) for line in lines), done.stderr
     assert any(json.loads(line)["msg"] == f"resuming the crawl in {out}" for line in lines)
+
+
+def test_no_parent_without_seeds_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-parent would otherwise be accepted and ignored (no seed to take a directory from)."""
+    out = tmp_path / "o"
+    assert main(["crawl", "--out", str(out), "--no-parent", "-q"]) == 2
+    assert "--no-parent keeps the crawl below its seeds' directories" in capsys.readouterr().err
+    assert not out.exists()
+    worker = ["worker", "--frontier", "redis://127.0.0.1:9", "--out", str(out), "--no-parent"]
+    assert main(worker) == 2  # refused before connecting
+    assert "--no-parent" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from crawlspace.frontier.budgets import (
     advance_window,
     compile_excludes,
     max_segment_repeats,
+    parent_patterns,
     trap_reason,
     url_template,
 )
@@ -98,3 +99,39 @@ def test_discovery_admission_applies_trap_rules() -> None:
     )
     assert [c.url for c in admission.candidates] == ["https://s.test/ok"]
     assert admission.rejections == {"path_repeat": 1, "query_params": 1}
+
+
+def test_include_patterns_keep_links_inside_them_and_let_seeds_through() -> None:
+    rules = TrapRules(include=compile_excludes(("docs.example re:^/guide/", "*.png"), "include"))
+    assert trap_reason("https://docs.example/guide/a.html", rules) is None
+    assert trap_reason("https://docs.example/guide/", rules) is None
+    assert trap_reason("https://cdn.example/x/logo.png", rules) is None  # any host: *.png
+    assert trap_reason("https://docs.example/other.html", rules) == "not_included"
+    assert trap_reason("https://www.example/guide/a.html", rules) == "not_included"
+    assert trap_reason("https://docs.example/other.html", rules, seed=True) is None
+    # Exclusion wins over inclusion; no include patterns: everything is included.
+    both = TrapRules(exclude=compile_excludes(("*/draft*",)), include=rules.include)
+    assert trap_reason("https://docs.example/guide/draft-1", both) == "excluded_pattern"
+    assert trap_reason("https://docs.example/other.html", TrapRules()) is None
+
+
+def test_parent_patterns_are_the_seeds_directories() -> None:
+    patterns = parent_patterns(
+        [
+            "https://Docs.Example/guide/intro.html",
+            "https://docs.example/guide/",
+            "http://h.example:8080/a+b (1)/x",
+            "http://root.example",
+        ]
+    )
+    assert patterns == (
+        "docs.example re:^/guide/",
+        "h.example re:^/a\\+b%20\\(1\\)/",
+        "root.example re:^/",
+    )
+    rules = TrapRules(include=compile_excludes(patterns, "include"))
+    assert trap_reason("https://docs.example/guide/deeper/page", rules) is None
+    assert trap_reason("https://docs.example/guidebook", rules) == "not_included"
+    assert trap_reason("http://h.example:8080/a+b%20(1)/y?q=1", rules) is None
+    assert trap_reason("http://h.example:8080/a+b/", rules) == "not_included"
+    assert trap_reason("http://root.example/anything", rules) is None

@@ -157,6 +157,7 @@ def link_discovery(config: CrawlConfig, scope: Scope, filters: Sequence[UrlFilte
                 config.max_path_repeats,
                 config.max_query_params,
                 compile_excludes(config.exclude),
+                compile_excludes(config.include, "include"),
             ),
             priority_rules(config),
         ),

@@ -145,7 +145,7 @@ class Discovery:
         if reason is None and depth > self.rules.max_depth:
             reason = "depth"
         if reason is None:
-            reason = trap_reason(normalized, self.rules.traps)
+            reason = trap_reason(normalized, self.rules.traps, seed=source == "seed")
         if reason is None:
             for url_filter in self.filters:
                 reason = url_filter(normalized)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from crawlspace.frontier.revisit import DAY
+from crawlspace.urls import normalize
 
 __all__ = [
     "DAY",
@@ -32,6 +33,7 @@ __all__ = [
     "encode_window",
     "keyed_budgets",
     "max_segment_repeats",
+    "parent_patterns",
     "trap_reason",
     "url_template",
 ]
@@ -53,7 +55,9 @@ class ExcludeRule:
         return fnmatch.fnmatchcase(hostname, self.host) and bool(self.pattern.search(path_qs))
 
 
-def compile_excludes(patterns: tuple[str, ...]) -> tuple[ExcludeRule, ...]:
+def compile_excludes(
+    patterns: tuple[str, ...], setting: str = "exclude"
+) -> tuple[ExcludeRule, ...]:
     rules = []
     for text in patterns:
         parts = text.split(None, 1)
@@ -62,7 +66,7 @@ def compile_excludes(patterns: tuple[str, ...]) -> tuple[ExcludeRule, ...]:
             try:
                 compiled = re.compile(pattern[3:])
             except re.error as exc:
-                raise ValueError(f"exclude {text!r}: bad regular expression ({exc})") from None
+                raise ValueError(f"{setting} {text!r}: bad regular expression ({exc})") from None
         else:
             compiled = re.compile(fnmatch.translate(pattern))
         rules.append(ExcludeRule(host, compiled, text))
@@ -77,6 +81,9 @@ class TrapRules:
     # More query parameters than this is combinatorial faceted navigation. 0: off.
     max_query_params: int = 10
     exclude: tuple[ExcludeRule, ...] = ()
+    # When given, a discovered URL must match one of these (same syntax), or it is refused as
+    # not_included; seeds are always admitted.
+    include: tuple[ExcludeRule, ...] = ()
 
 
 def max_segment_repeats(segments: list[str], max_unit: int = MAX_REPEAT_UNIT) -> int:
@@ -94,14 +101,30 @@ def max_segment_repeats(segments: list[str], max_unit: int = MAX_REPEAT_UNIT) ->
     return best
 
 
-def trap_reason(url: str, rules: TrapRules) -> str | None:
-    """None to keep ``url``, else the reason slug it is dropped for."""
+def parent_patterns(urls: Iterable[str]) -> tuple[str, ...]:
+    """``include`` patterns that keep a crawl below its seeds' directories (wget's
+    --no-parent): ``http://h/docs/guide/`` and ``http://h/docs/guide/a.html`` give every URL of
+    host h under /docs/guide/."""
+    patterns = []
+    for url in urls:
+        parts = urlsplit(normalize(url) or url)  # as admission compares them: normalized
+        directory = parts.path[: parts.path.rfind("/") + 1] or "/"
+        patterns.append(f"{parts.hostname or '*'} re:^{re.escape(directory)}")
+    return tuple(dict.fromkeys(patterns))
+
+
+def trap_reason(url: str, rules: TrapRules, *, seed: bool = False) -> str | None:
+    """None to keep ``url``, else the reason slug it is dropped for (``seed``: a seed, which
+    the include patterns do not restrict)."""
     parts = urlsplit(url)
-    if rules.exclude:
+    if rules.exclude or (rules.include and not seed):
         path_qs = parts.path + ("?" + parts.query if parts.query else "")
         hostname = parts.hostname or ""
         if any(rule.matches(hostname, path_qs) for rule in rules.exclude):
             return "excluded_pattern"
+        included = not rules.include or seed
+        if not included and not any(rule.matches(hostname, path_qs) for rule in rules.include):
+            return "not_included"
     if rules.max_query_params and _query_params(parts.query) > rules.max_query_params:
         return "query_params"
     if rules.max_path_repeats:

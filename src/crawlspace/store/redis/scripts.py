@@ -288,19 +288,30 @@ class ScriptRunner:
         self, queue: Callable[[Any], object], retried: list[bool] | None = None
     ) -> list[Any]:
         """One pipeline: the riders' waiting writes, then the commands ``queue(pipe)`` adds;
-        the replies of those. The writes stop waiting once they went through (a try that
-        failed in transit sends them again: each rider's writes bear repeating)."""
+        the replies of those. The writes stop waiting once their replies came back, whatever
+        the commands' own (a try whose replies were lost in transit sends them again: each
+        rider's writes bear repeating)."""
 
         def call() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
             riding = sum(rider.queue_waiting(pipe) for rider in self.riders)
             queue(pipe)
-            return list(pipe.execute())[riding:]
+            replies = list(pipe.execute(raise_on_error=False))
+            self._settle_riders(replies[:riding])
+            for reply in replies[riding:]:
+                if isinstance(reply, Exception):
+                    raise reply  # a missing script is reloaded and the call tried again
+            return replies[riding:]
 
-        replies = self.retrying(call, retried=retried)
+        return self.retrying(call, retried=retried)
+
+    def _settle_riders(self, replies: Sequence[Any]) -> None:
+        """The riders' writes went through (they stop waiting), or raise their error."""
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
         for rider in self.riders:
             rider.sent()
-        return replies
 
     def queue(self, pipe: Any, name: str, key: str, args: Sequence[object]) -> None:
         """Add a run of script ``name`` to ``pipe`` (its reply comes with the pipeline's)."""
@@ -330,11 +341,10 @@ class ScriptRunner:
             results: list[Any] = pipe.execute(raise_on_error=False)
         except RERUN as exc:
             results = [exc] * (riding + len(calls))
-        if any(isinstance(result, Exception) for result in results[:riding]):
+        try:
+            self._settle_riders(results[:riding])
+        except RERUN:
             self.round_trip(lambda pipe: None)  # the riders' writes on their own, retried
-        else:
-            for rider in self.riders:
-                rider.sent()
         results = results[riding:]
         for i, result in enumerate(results):
             if isinstance(result, RERUN):
