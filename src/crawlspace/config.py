@@ -108,6 +108,10 @@ class CrawlConfig:
     warc_max_bytes: int = 1024 * MIB
     # gzip level of each WARC record (1 fastest: ~4x less CPU, ~50% larger files on HTML).
     warc_gzip_level: int = 6
+    # Each WARC file's warcinfo record (WARC 1.1 annex C): who ran the crawl ("name, contact"),
+    # and the collection it belongs to (None: the crawl directory's name).
+    warc_operator: str | None = None
+    warc_is_part_of: str | None = None
     progress: bool = True
     # Telemetry: the samples time series in crawl.db, and a Prometheus endpoint on 127.0.0.1.
     sample_seconds: float = 5.0
@@ -300,6 +304,11 @@ def _check_limits(config: CrawlConfig) -> None:
         raise ConfigError(f"event_loop must be asyncio or uvloop, not {config.event_loop!r}")
     if not 1 <= config.warc_gzip_level <= 9:
         raise ConfigError("warc_gzip_level must be 1..9")
+    for name in ("user_agent", "warc_operator", "warc_is_part_of"):
+        # Each is written as a header line (HTTP, the warcinfo record): one line, printable.
+        text = getattr(config, name) or ""
+        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise ConfigError(f"{name} must be one line of printable text (got {text!r})")
     if config.bloom_expected_urls < 0 or not 0.0 < config.bloom_fp_rate < 1.0:
         raise ConfigError("bloom_expected_urls must be >= 0 and bloom_fp_rate in (0, 1)")
     if not 0 <= config.near_duplicate_bits < 64:

@@ -104,6 +104,10 @@ HELP: Final = {
     "warc_max_bytes": "a WARC file is closed and the next one begun past this size",
     "warc_gzip_level": "gzip level of each WARC record (1 spends ~4x less CPU for ~50% larger"
     " files)",
+    "warc_operator": "who runs the crawl, for each WARC file's warcinfo record (e.g. 'Jane"
+    " Doe, crawl@example.org')",
+    "warc_is_part_of": "the collection the WARC files belong to (warcinfo isPartOf; none: the"
+    " crawl directory's name)",
     "progress": "the progress line on stderr (-q turns it off)",
     "sample_seconds": "how often the samples time series in crawl.db is written",
     "metrics_port": "serve Prometheus metrics at http://127.0.0.1:PORT/metrics",

@@ -1,11 +1,14 @@
 """A crawl says what it does (issue #32): ``DIR/crawl.log`` holds one line per visit, the same
 requests the site's own log shows with the same statuses, and off a terminal each line also goes
-to stderr (not with -q). The crawler runs in a subprocess, as a user runs it."""
+to stderr (not with -q); each WARC file's warcinfo record says who crawled it and how. The
+crawler runs in a subprocess, as a user runs it."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.demo.webfarm import Response, WebFarm, html_site
 from tests.workers import cli
@@ -72,3 +75,27 @@ def test_crawl_log_has_a_line_per_visit_as_the_server_saw_it(tmp_path: Path) -> 
     for line in lines:
         assert line in stderr
     assert farm.url("site", "/a.html") not in quiet
+
+
+def test_each_warc_file_says_who_crawled_it_and_how(tmp_path: Path) -> None:
+    """The warcinfo record (WARC 1.1 annex C, as Heritrix writes it): operator, collection,
+    User-Agent, robots policy, read back with warcio."""
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        CONFIG + 'warc_operator = "Test Operator, ops@example.org"\nuser_agent = "TestBot/1.0"\n'
+    )
+    out = tmp_path / "my-collection"
+    with _farm() as farm:
+        command = cli("crawl", farm.url("site", "/"), "--out", str(out), "--config", str(config))
+        subprocess.run([*command, "-q"], check=True, timeout=120)
+    (path,) = (out / "warc").glob("*.warc.gz")
+    with path.open("rb") as stream:
+        record = next(iter(ArchiveIterator(stream)))
+        assert record.rec_type == "warcinfo"
+        body = record.content_stream().read().decode()
+    fields = dict(line.split(": ", 1) for line in body.splitlines())
+    assert fields["operator"] == "Test Operator, ops@example.org"
+    assert fields["isPartOf"] == "my-collection"
+    assert fields["http-header-user-agent"] == "TestBot/1.0"
+    assert fields["robots"] == "obey"
+    assert fields["software"].startswith("crawlspace/")

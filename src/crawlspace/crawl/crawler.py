@@ -36,6 +36,7 @@ from crawlspace.crawl.setup import (
     link_discovery,
     open_sqlite_store,
     settle_settings,
+    warcinfo_fields,
 )
 from crawlspace.crawl.stages import StagePools
 from crawlspace.crawl.visit import Visitor
@@ -227,6 +228,7 @@ class Crawler:
             warc_dir,
             max_bytes=self.config.warc_max_bytes,
             software=f"crawlspace/{__version__}",
+            operator_info=warcinfo_fields(self.config, self.out_dir),
             compress_level=self.config.warc_gzip_level,
         )
         transport = self._transport or self._default_transport()

@@ -166,6 +166,20 @@ def link_discovery(config: CrawlConfig, scope: Scope, filters: Sequence[UrlFilte
     )
 
 
+def warcinfo_fields(config: CrawlConfig, out_dir: Path) -> dict[str, str]:
+    """What each WARC file's warcinfo record says of the crawl beyond the writer's own fields
+    (WARC 1.1 annex C; Heritrix writes the same): its operator, collection, User-Agent and
+    robots.txt policy (always obeyed)."""
+    fields = {
+        "isPartOf": config.warc_is_part_of or out_dir.resolve().name,
+        "http-header-user-agent": config.user_agent,
+        "robots": "obey",
+    }
+    if config.warc_operator:
+        fields["operator"] = config.warc_operator
+    return fields
+
+
 def settle_settings(
     config: CrawlConfig, db_path: Path, given: frozenset[str] | None, reconfigure: bool
 ) -> tuple[CrawlConfig, str | None, list[SettingChange]]:
