@@ -56,6 +56,9 @@ class CrawlConfig:
     concurrency: int = 32
     # Parse worker processes (crawl/stages.py): one per core this process may run on.
     parse_workers: int = dataclasses.field(default_factory=available_cores)
+    # CPU seconds one page's parse may use in a parse worker (0: no limit); past it the page is
+    # kept as fetched without text or links (reason parse_budget), not fetched again.
+    parse_cpu_seconds: float = 30.0
     # "asyncio" (the stdlib loop) or "uvloop" (libuv; pip install 'crawlspace[uvloop]').
     event_loop: str = "asyncio"
     duration: float | None = None
@@ -302,6 +305,8 @@ def _check_limits(config: CrawlConfig) -> None:
         raise ConfigError("robots_max_bytes must be at least 500 KiB (RFC 9309 §2.5)")
     if config.event_loop not in ("asyncio", "uvloop"):
         raise ConfigError(f"event_loop must be asyncio or uvloop, not {config.event_loop!r}")
+    if config.parse_cpu_seconds < 0:
+        raise ConfigError(f"parse_cpu_seconds must be >= 0 (got {config.parse_cpu_seconds})")
     if not 1 <= config.warc_gzip_level <= 9:
         raise ConfigError("warc_gzip_level must be 1..9")
     for name in ("user_agent", "warc_operator", "warc_is_part_of"):

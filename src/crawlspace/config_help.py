@@ -63,6 +63,8 @@ HELP: Final = {
     "min_delay_per_ip": "the shortest gap in seconds between two requests to one server address",
     "concurrency": "fetches in flight in all",
     "parse_workers": "parse worker processes",
+    "parse_cpu_seconds": "CPU seconds one page's parse may use in a parse worker (0: no"
+    " limit); past it the page is kept as fetched without text or links (parse_budget)",
     "event_loop": "asyncio, or uvloop (pip install 'crawlspace[uvloop]')",
     "duration": "stop gracefully after this many seconds",
     "allow_nets": "networks the address guard lets the crawl connect to, which it refuses by"

@@ -26,6 +26,13 @@ class StoreIOError(StoreError):
     the cause is fixed."""
 
 
+class ParseBudgetError(CrawlspaceError):
+    """A page's parse used up its CPU budget in a parse worker (``parse_cpu_seconds``): a
+    hostile or pathological page. The page is kept as fetched, without its text or links."""
+
+    reason = "parse_budget"
+
+
 class FetchError(CrawlspaceError):
     """A fetch failed before a complete HTTP response arrived. ``reason`` is a short stable slug."""
 

@@ -21,6 +21,7 @@ import pytest
 from crawlspace.archive.records import Exchange, RecordBuilder
 from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
 from crawlspace.crawl.stages import StagePools
+from crawlspace.errors import ParseBudgetError
 from crawlspace.parse.processors import process_html
 
 
@@ -213,6 +214,7 @@ import asyncio, functools, os
 from pathlib import Path
 from crawlspace.crawl.parse_pool import ParsePool
 from crawlspace.crawl.stages import StagePools
+from crawlspace.errors import ParseBudgetError
 
 def my_processor(body, **kwargs):
     return body
@@ -242,3 +244,33 @@ def test_a_script_without_a_main_guard_starts_its_workers(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True", "False", "True", "False"]
     assert done.stderr == ""
+
+
+def _spin(seconds: float) -> str:
+    """CPU work for ``seconds`` of process CPU time (what a pathological page costs)."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return "done"
+
+
+def test_a_job_past_its_cpu_budget_fails_and_the_worker_goes_on() -> None:
+    pool = ParsePool(1, None, cpu_seconds=0.2)
+
+    async def go() -> tuple[BaseException, str, tuple[int, int], float]:
+        started = time.monotonic()
+        with pytest.raises(ParseBudgetError) as failed:
+            await pool.run(functools.partial(_spin, 30.0))
+        cut_after = time.monotonic() - started
+        spent = await pool.run(functools.partial(_spin, 0.05))  # each job's budget is its own
+        waited = await pool.run(functools.partial(_echo, 7, 0.5))  # sleeping spends no CPU
+        return failed.value, spent, waited, cut_after
+
+    try:
+        error, spent, (value, pid), cut_after = asyncio.run(go())
+    finally:
+        pool.close()
+    assert error.reason == "parse_budget"  # type: ignore[attr-defined]
+    assert cut_after < 10.0  # not the job's 30 s
+    assert (spent, value) == ("done", 7)
+    assert pid == pool.pids[0]  # the same worker: not replaced, not gone

@@ -232,7 +232,11 @@ class Crawler:
             compress_level=self.config.warc_gzip_level,
         )
         transport = self._transport or self._default_transport()
-        pools = StagePools(self.config.parse_workers, discovery=self.discovery)
+        pools = StagePools(
+            self.config.parse_workers,
+            discovery=self.discovery,
+            cpu_seconds=self.config.parse_cpu_seconds,
+        )
         parts = VisitParts(
             self.config,
             transport,

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import signal
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from crawlspace.archive.records import Exchange, ExchangeRecords, RecordBuilder
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
+from crawlspace.errors import ParseBudgetError
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.processors import ContentProcessor, ProcessedContent
 from crawlspace.pickling import by_fields
@@ -87,19 +90,50 @@ def parse_and_admit(
     return ParsedPage(content, None, admission, records)
 
 
+class _CpuBudget:
+    """Each job's CPU-time budget (``parse_cpu_seconds``; 0: none), by the process's profiling
+    timer (ITIMER_PROF counts the user and system time of this one-threaded process): past it
+    the job raises ParseBudgetError at its next Python step. A C call (lexbor's parse of one
+    document) is not cut mid-way, but every walk over the tree is Python, so a page that would
+    run for minutes stops within a step of its budget."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = False
+        if seconds > 0:
+            signal.signal(signal.SIGPROF, self._spent)
+
+    def _spent(self, signum: int, frame: object) -> None:
+        if self.armed:  # not once the job has ended (the signal may arrive just after)
+            self.armed = False
+            raise ParseBudgetError(f"parse used more than {self.seconds:g} s of CPU")
+
+    def run(self, job: Callable[[], object]) -> object:
+        if self.seconds <= 0:
+            return job()
+        self.armed = True
+        signal.setitimer(signal.ITIMER_PROF, self.seconds)
+        try:
+            return job()
+        finally:
+            self.armed = False
+            signal.setitimer(signal.ITIMER_PROF, 0)
+
+
 def serve_jobs(channel: socket.socket) -> None:
     """A parse worker's life (crawl/parse_worker.py runs it): the first frame is the crawl's link
-    admission (a Discovery, or None to admit in the crawl loop), installed; then each job the
-    crawl sends is run, in order, and its answer sent back, until the crawl closes its end. The
-    crawl killed with SIGKILL closes it too (the kernel does), so a worker never outlives its
-    crawl by more than the job it is running."""
-    global _worker_discovery  # noqa: PLW0603 -- one per worker process, set once at its start
+    admission (a Discovery, or None to admit in the crawl loop), installed, and each job's CPU
+    budget; then each job the crawl sends is run, in order, and its answer sent back, until the
+    crawl closes its end. The crawl killed with SIGKILL closes it too (the kernel does), so a
+    worker never outlives its crawl by more than the job it is running."""
+    global _worker_discovery  # one per worker process, set once at its start
     with channel:
         channel.setblocking(True)
-        _worker_discovery = _receive(channel)
+        _worker_discovery, cpu_seconds = _receive(channel)
+        budget = _CpuBudget(cpu_seconds)
         while (job := _receive(channel)) is not None:
             try:
-                answer: tuple[bool, object] = (True, job())
+                answer: tuple[bool, object] = (True, budget.run(job))
             except Exception as exc:  # the crawl's to handle, as a call in the loop would raise
                 answer = (False, exc)
             try:

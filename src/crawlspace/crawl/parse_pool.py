@@ -157,13 +157,16 @@ def _worker_environment() -> dict[str, str]:
 class ParsePool:
     """``workers`` parse processes (started now: a new interpreter takes a second or more to
     import the parser on a busy machine, time the crawl spends on robots.txt), each sent
-    ``discovery`` (the link admission it runs) as its first frame."""
+    ``discovery`` (the link admission it runs) and each job's CPU budget in seconds (0: none;
+    parse_jobs.py) as its first frame."""
 
-    def __init__(self, workers: int, discovery: Discovery | None) -> None:
+    def __init__(
+        self, workers: int, discovery: Discovery | None, cpu_seconds: float = 0.0
+    ) -> None:
         self.gone = False
         self._processes: list[subprocess.Popen[bytes]] = []
         self._channels: list[_Channel] = []
-        setup = pickle.dumps(discovery, protocol=pickle.HIGHEST_PROTOCOL)
+        setup = pickle.dumps((discovery, cpu_seconds), protocol=pickle.HIGHEST_PROTOCOL)
         environment = _worker_environment()
         for _ in range(workers):
             ours, theirs = socket.socketpair()

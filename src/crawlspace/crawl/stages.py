@@ -47,7 +47,12 @@ def _sendable(obj: object) -> bool:
 
 class StagePools:
     def __init__(
-        self, parse_workers: int, *, processes: bool = True, discovery: Discovery | None = None
+        self,
+        parse_workers: int,
+        *,
+        processes: bool = True,
+        discovery: Discovery | None = None,
+        cpu_seconds: float = 0.0,
     ) -> None:
         self._threads = ThreadPoolExecutor(parse_workers, thread_name_prefix="crawlspace-parse")
         self._processes: ParsePool | None = None  # None: parsing in threads
@@ -59,7 +64,9 @@ class StagePools:
         self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
             admission = discovery if self.admits_in_workers else None
-            self._processes = ParsePool(parse_workers, admission)  # crawl/parse_pool.py
+            # crawl/parse_pool.py; each page's CPU budget holds there (parse_jobs.py), not in
+            # threads, which cannot be interrupted.
+            self._processes = ParsePool(parse_workers, admission, cpu_seconds)
         self._pool = self._processes
         self._warc = ThreadPoolExecutor(1, thread_name_prefix="crawlspace-warc")
         self._in_process: dict[Callable[..., Any], bool] = {}

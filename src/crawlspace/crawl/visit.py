@@ -30,7 +30,7 @@ from crawlspace.discovery.sitemaps import (
     is_sitemap_response,
     read_sitemap,
 )
-from crawlspace.errors import BlockedAddressError, FetchError
+from crawlspace.errors import BlockedAddressError, FetchError, ParseBudgetError
 from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 from crawlspace.frontier.backoff import THROTTLE_NOTE, HostWait, throttle_note
@@ -211,16 +211,22 @@ class Visitor:
         header_directives = parse_x_robots_tag(
             response.header_values("x-robots-tag"), self._parts.config.product_token
         )
-        page = await self._parts.pools.parse_page(
-            processor,
-            response.body,
-            url=response.url,
-            content_type=response.header("content-type"),
-            product_token=self._parts.config.product_token,
-            parent_depth=lease.depth,
-            header_nofollow=header_directives.nofollow,
-            archive=(self._parts.warc.builder, exchange_of(response)),
-        )
+        try:
+            page = await self._parts.pools.parse_page(
+                processor,
+                response.body,
+                url=response.url,
+                content_type=response.header("content-type"),
+                product_token=self._parts.config.product_token,
+                parent_depth=lease.depth,
+                header_nofollow=header_directives.nofollow,
+                archive=(self._parts.warc.builder, exchange_of(response)),
+            )
+        except ParseBudgetError as exc:
+            # A hostile page: kept as fetched (archived, its fetch row written) without text or
+            # links, and not fetched again, which would only spend the budget again.
+            log.warning("%s: %s; kept without its text and links", response.url, exc)
+            return replace(completion, reason=exc.reason), None, None
         content = page.content
         admission = page.admit(
             self._parts.discovery,
