@@ -160,9 +160,7 @@ class ParsePool:
     ``discovery`` (the link admission it runs) and each job's CPU budget in seconds (0: none;
     parse_jobs.py) as its first frame."""
 
-    def __init__(
-        self, workers: int, discovery: Discovery | None, cpu_seconds: float = 0.0
-    ) -> None:
+    def __init__(self, workers: int, discovery: Discovery | None, cpu_seconds: float = 0.0) -> None:
         self.gone = False
         self._processes: list[subprocess.Popen[bytes]] = []
         self._channels: list[_Channel] = []
