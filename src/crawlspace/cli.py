@@ -198,8 +198,37 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_config(args: argparse.Namespace) -> int:
     from crawlspace.config_help import markdown_table, text_table
 
-    sys.stdout.write(markdown_table() if args.markdown else text_table())
+    if args.markdown:
+        sys.stdout.write(markdown_table())
+    elif args.dir is None and args.frontier is None:
+        sys.stdout.write(text_table())
+    else:
+        sys.stdout.write(text_table(_stored_settings(args)))
     return 0
+
+
+def _stored_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The settings a crawl directory or a shared frontier stored (crawl/settings.py)."""
+    from crawlspace.crawl.setup import SETTINGS_KEY
+    from crawlspace.store.sqlite.readonly import read_meta
+
+    if _reads_frontier(args):
+        from crawlspace.store.redis.scripts import connect
+
+        client = connect(args.frontier)
+        try:
+            text = client.get(f"{args.namespace}:settings")
+        finally:
+            client.close()
+        where = f"namespace {args.namespace!r} of {args.frontier}"
+    else:
+        db = args.dir / "crawl.db"
+        text = read_meta(db, SETTINGS_KEY) if db.exists() else None
+        where = str(args.dir)
+    if text is None:
+        raise ConfigError(f"{where} holds no crawl settings (no crawl started there)")
+    stored: dict[str, object] = json.loads(text)
+    return stored
 
 
 def _cmd_seed(args: argparse.Namespace) -> int:
@@ -292,7 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     config = sub.add_parser(
         "config", help="list every crawl setting: its TOML key, flag, default and meaning"
     )
+    config.add_argument(
+        "dir", type=Path, nargs="?", help="a crawl directory: the settings it runs with"
+    )
     config.add_argument("--markdown", action="store_true", help="as the README's table")
+    frontier_options(config, reading=True)
     config.set_defaults(func=_cmd_config, quiet=True, verbose=False)
 
     seed = sub.add_parser("seed", help="add seed URLs to a shared (Redis) frontier")

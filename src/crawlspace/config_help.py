@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from crawlspace.config import CrawlConfig
@@ -200,10 +200,23 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def text_table() -> str:
-    """``crawlspace config``: one paragraph per setting."""
+def text_table(stored: Mapping[str, Any] | None = None) -> str:
+    """``crawlspace config``: one paragraph per setting; given a crawl's ``stored`` settings
+    (crawl/settings.py stored_form), what the crawl uses where it was stored."""
     out = []
+    defaults = CrawlConfig()
     for key, flag, default, meaning in rows():
-        head = f"{key}" + (f"  ({flag})" if flag else "") + f"  default: {default}"
+        head = f"{key}" + (f"  ({flag})" if flag else "")
+        if stored is not None and key in stored:
+            value = stored[key]
+            value = tuple(value) if isinstance(value, list) else value
+            if key in _SHOWN_DEFAULTS:  # a machine's or a version's value, as stored
+                shown, same = str(value), str(value) == str(getattr(defaults, key))
+            else:
+                shown = _shown(key, value)
+                same = shown == default
+            head += f"  this crawl: {shown}" + ("" if same else f" (default: {default})")
+        else:
+            head += f"  default: {default}"
         out.append(f"{head}\n    {meaning}")
     return "\n".join(out) + "\n"

@@ -94,6 +94,8 @@ def test_a_worker_reconfigured_with_allow_net_crawls_what_the_guard_refused(
     said = _run([*cli("worker", *shared, "--out", str(tmp_path / "w2")), *OPEN])
     assert farm.wait_idle()
     assert "1 URLs excluded as blocked_address queued again" in said
+    stored = _run(cli("config", "--frontier", redis.url, "--namespace", "guarded"))
+    assert 'allow_nets  (--allow-net CIDR)  this crawl: ["127.0.0.0/8"] (default: none)' in stored
     served = farm.paths_for("site")
     assert served[0] == "/robots.txt"
     assert sorted(served) == ["/", "/a.html", "/b.html", "/robots.txt"]

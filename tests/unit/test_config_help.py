@@ -45,3 +45,19 @@ def test_crawlspace_config_lists_every_setting(capsys: pytest.CaptureFixture[str
         head = f"{key}" + (f"  ({flag})" if flag else "") + f"  default: {default}"
         assert f"{head}\n    {meaning}\n" in out
     assert "max_depth  (--max-depth N)  default: 10" in out
+
+
+def test_crawlspace_config_dir_shows_what_a_crawl_runs_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "crawl"
+    # A loopback seed without --allow-net: the crawl stores its settings and sends nothing.
+    assert main(["crawl", "http://127.0.0.1:9/", "--out", str(out), "--max-depth", "3", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["config", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "max_depth  (--max-depth N)  this crawl: 3 (default: 10)\n" in shown
+    assert "scope  (--scope host|domain|any)  this crawl: domain\n" in shown
+    assert "max_pages  (--max-pages N)  default: none\n" in shown  # one run's: not stored
+    assert main(["config", str(tmp_path / "nothing")]) == 2
+    assert "holds no crawl settings" in capsys.readouterr().err
