@@ -52,7 +52,7 @@ def firsts(frontier: RedisFrontier, key: str) -> dict[int, float]:
 
 def marks(frontier: RedisFrontier, key: str) -> dict[int, float]:
     """The index as other workers see it: after this one's waiting marks went out."""
-    frontier.index.flush()
+    frontier.flush_riders()
     found = frontier.client.zrange(frontier.index.prefix + key, 0, -1, withscores=True)
     return {int(b): float(score) for b, score in found}
 
@@ -85,7 +85,7 @@ def lose_marks(frontier: RedisFrontier, bucket: int) -> None:
     """What a worker killed between a bucket script and its index write leaves, made worse: the
     bucket's marks gone and a version no reply will reach (as after a failover rollback)."""
     p = frontier.index.prefix
-    frontier.index.flush()
+    frontier.flush_riders()
     for key in (*BANDS, "leases"):
         frontier.client.zrem(p + key, bucket)
     frontier.client.hset(p + "ver", bucket, 10**9)

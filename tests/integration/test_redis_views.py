@@ -520,7 +520,7 @@ def test_a_completion_whose_reply_was_lost_still_counts(
                 pipeline(**kw), frontier._sha["complete"], lost
             )
         else:
-            frontier.index.flush()
+            frontier.flush_riders()
             real = frontier.client.evalsha
 
             def reply_lost(*args: Any) -> Any:

@@ -15,11 +15,11 @@ index is a hint, never the authority: the lease and expire scripts re-check thei
 their replies correct a mark that sent the client to a bucket with nothing to do.
 
 A worker's marks are not written at once: they wait for its next round trip that runs a script
-(a read of the index among them) and go out in it (scripts.py ``Rider``; ``flush`` at close), with
-the crawl-wide counters' increments that wait here too. A completion thus costs no extra round
-trip for its marks, and the worker that wrote them reads them back at once. Other workers see
-them a moment later (this worker's next call, milliseconds apart); a kill -9 loses them like a
-lost reply, which the repairs below bound.
+(a read of the index among them) and go out in it (scripts.py ``Rider``; ``flush_riders`` at
+close), with the crawl-wide counters' increments that wait here too. A completion thus costs no
+extra round trip for its marks, and the worker that wrote them reads them back at once. Other
+workers see them a moment later (this worker's next call, milliseconds apart); a kill -9 loses
+them like a lost reply, which the repairs below bound.
 
 A worker that dies between the two calls, a lost reply or a failover can leave a mark that hides
 a ready host or a lease. Two repairs bound that: every ``lease()``/``expire_leases()`` call sweeps a
@@ -119,11 +119,6 @@ class BucketIndex:
         waiting = self._counts.setdefault(key, {})
         for name, n in counts.items():
             waiting[name] = waiting.get(name, 0) + n
-
-    def flush(self) -> None:
-        """Write whatever waits now (at close, and for tests that read the keys)."""
-        if self.waiting():
-            self._read(lambda pipe: None)
 
     # -- as a Rider (scripts.py): the waiting writes go out with the next round trip ------------
 
