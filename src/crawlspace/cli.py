@@ -9,7 +9,9 @@ import logging
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
+from crawlspace.cli_index import add_index_commands
 from crawlspace.cli_options import (
     config_from,
     crawl_options,
@@ -269,24 +271,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     return 3 if summary.error else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crawlspace", description="A polite, crash-safe crawler.")
-    parser.add_argument("--version", action="version", version=f"crawlspace {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    crawl = sub.add_parser("crawl", help="crawl from seed URLs into an output directory")
-    crawl.add_argument("seeds", nargs="*", metavar="SEED_URL")
-    crawl.add_argument("--out", type=Path, required=True, help="crawl directory (resumable)")
-    crawl.add_argument("--seeds", dest="seeds_file", type=Path, help="file with one seed per line")
-    crawl_options(crawl)
-    crawl.set_defaults(func=_cmd_crawl)
-
-    demo = sub.add_parser("demo", help="crawl a bundled sample web on loopback, offline")
-    demo.add_argument("--out", type=Path, default=Path("crawlspace-demo"))
-    demo.add_argument("-q", "--quiet", action="store_true")
-    demo.add_argument("-v", "--verbose", action="store_true")
-    demo.set_defaults(func=_cmd_demo)
-
+def _add_reading_commands(sub: Any) -> None:
+    """The commands that read a crawl (or a shared frontier) and write nothing to it."""
     stats = sub.add_parser("stats", help="summarize a crawl directory or a shared frontier")
     stats.add_argument("dir", type=Path, nargs="?", help="crawl directory (or give --frontier)")
     stats.add_argument("--json", action="store_true")
@@ -327,6 +313,28 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--markdown", action="store_true", help="as the README's table")
     frontier_options(config, reading=True)
     config.set_defaults(func=_cmd_config, quiet=True, verbose=False)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crawlspace", description="A polite, crash-safe crawler.")
+    parser.add_argument("--version", action="version", version=f"crawlspace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    crawl = sub.add_parser("crawl", help="crawl from seed URLs into an output directory")
+    crawl.add_argument("seeds", nargs="*", metavar="SEED_URL")
+    crawl.add_argument("--out", type=Path, required=True, help="crawl directory (resumable)")
+    crawl.add_argument("--seeds", dest="seeds_file", type=Path, help="file with one seed per line")
+    crawl_options(crawl)
+    crawl.set_defaults(func=_cmd_crawl)
+
+    demo = sub.add_parser("demo", help="crawl a bundled sample web on loopback, offline")
+    demo.add_argument("--out", type=Path, default=Path("crawlspace-demo"))
+    demo.add_argument("-q", "--quiet", action="store_true")
+    demo.add_argument("-v", "--verbose", action="store_true")
+    demo.set_defaults(func=_cmd_demo)
+
+    _add_reading_commands(sub)
+    add_index_commands(sub)
 
     seed = sub.add_parser("seed", help="add seed URLs to a shared (Redis) frontier")
     seed.add_argument("seeds", nargs="+", metavar="SEED_URL")

@@ -108,6 +108,10 @@ class CrawlConfig:
     # and the collection it belongs to (None: the crawl directory's name).
     warc_operator: str | None = None
     warc_is_part_of: str | None = None
+    # The index feed (docs/feed.md): a record per page version that an index should add or
+    # delete, with up to feed_text_chars characters of each page's text.
+    feed: bool = True
+    feed_text_chars: int = 65_536
     progress: bool = True
     # Telemetry: the samples time series in crawl.db, and a Prometheus endpoint on 127.0.0.1.
     sample_seconds: float = 5.0

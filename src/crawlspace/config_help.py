@@ -110,6 +110,9 @@ HELP: Final = {
     " Doe, crawl@example.org')",
     "warc_is_part_of": "the collection the WARC files belong to (warcinfo isPartOf; none: the"
     " crawl directory's name)",
+    "feed": "write the index feed (crawlspace feed DIR): a record per page version an index"
+    " should add or delete",
+    "feed_text_chars": "characters of a page's text its feed record keeps",
     "progress": "the progress line on stderr (-q turns it off)",
     "sample_seconds": "how often the samples time series in crawl.db is written",
     "metrics_port": "serve Prometheus metrics at http://127.0.0.1:PORT/metrics",

@@ -7,7 +7,8 @@ once for every engine. Two decisions depend on what only the engine learns insid
 operation: whether the page's text is another URL's (its content claims) and how many new URLs
 its links queued. For those the plan carries a pure continuation that the engine calls at that
 point with what it found (``judge``, ``after_links``); the engine never interprets the answer,
-it writes it.
+it writes it. The page's index feed record (``feed_entry``) is the third: it depends on the
+verdict.
 
 No policy lives here: this module is vocabulary, below both ``frontier/`` and ``store/``.
 """
@@ -25,6 +26,7 @@ __all__ = [
     "ContentIndex",
     "ContentVerdict",
     "DayCount",
+    "FeedEntry",
     "InlinkStep",
     "Judgement",
     "LinkEffects",
@@ -74,6 +76,18 @@ class Judgement:
 
     verdict: ContentVerdict = ContentVerdict()
     sink: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FeedEntry:
+    """A completion's record in the index feed (feed_format.py), as the engine stores it: the
+    document it adds or deletes, the record's JSON without its page part (``meta``), and the
+    page part, packed (None for a delete)."""
+
+    doc_id: str
+    kind: str  # feed_format.UPSERT or DELETE
+    meta: str
+    document: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +152,10 @@ class CompletionPlan(Protocol):
         have but for the per-host page budget."""
         ...
 
+    def feed_entry(self, verdict: ContentVerdict) -> FeedEntry | None:
+        """The completion's index feed record, given its content verdict (None: none)."""
+        ...
+
 
 class CashRule(Protocol):
     """AOPIC's rules (frontier/aopic.py), as every engine applies them to the cash it keeps:
@@ -182,6 +200,9 @@ class _Unplanned:
 
     def after_links(self, found: int) -> LinkEffects:
         return _NO_EFFECTS
+
+    def feed_entry(self, verdict: ContentVerdict) -> FeedEntry | None:
+        return None
 
 
 _NOT_JUDGED = Judgement()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -112,6 +113,8 @@ class FetchRecord:
     simhash: int | None = None
     # Bottom-k sketch of its word pairs (dedup/sketch.py), for trap detection; not stored.
     sketch: Sketch | None = None
+    # The index feed's page part (feed_codec.py), packed where the page was parsed.
+    document: builtins.bytes | None = None  # (the field ``bytes`` hides the type)
 
 
 @by_fields

@@ -84,7 +84,7 @@ def test_hrefs_kept_raw_and_junk_skipped() -> None:
 )
 def test_rel_nofollow_variants(rel: str, nofollow: bool) -> None:
     page = parse(f'<a href="/x" rel="{rel}">x</a>')
-    assert page.links == [RawLink(href="/x", nofollow=nofollow, tag="a")]
+    assert page.links == [RawLink(href="/x", nofollow=nofollow, tag="a", anchor="x")]
 
 
 def test_base_href_absolute() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from crawlspace.archive.records import Exchange, ExchangeRecords, RecordBuilder
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
 from crawlspace.errors import ParseBudgetError
+from crawlspace.feed_codec import pack
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.processors import ContentProcessor, ProcessedContent
 from crawlspace.pickling import by_fields
@@ -71,16 +72,27 @@ def parse_and_admit(
     header_nofollow: bool,
     admit: bool = True,
     archive: tuple[RecordBuilder, Exchange] | None = None,
+    document_chars: int | None = None,
 ) -> ParsedPage:
     """Run ``processor`` and normalize its links; where a Discovery is installed (a parse
     worker) and ``admit`` is set, admit them as the crawl loop would. Given an ``archive``,
-    build the exchange's WARC records too, where the body already is."""
+    build the exchange's WARC records too, where the body already is; given
+    ``document_chars``, the page's feed document with that much of its text."""
     records = archive[0].exchange(archive[1]) if archive is not None else None
     content = processor(body, url=url, content_type=content_type, product_token=product_token)
     if len(body) >= TRIM_AFTER_BYTES:
         release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)
-    prelinks = prenormalize(content.links, content.base_url)
-    content = dataclasses.replace(content, links=[])
+    wants_document = document_chars is not None and content.text is not None
+    anchors = content.anchors if wants_document else None
+    prelinks = prenormalize(content.links, content.base_url, anchors)
+    document = None
+    if wants_document:
+        assert document_chars is not None
+        document = page_document(content, prelinks, document_chars)
+        prelinks = prelinks.without_anchors()
+    # What the loop needs travels back; the text only where its hashes were not made here.
+    text = content.text if content.text_sha256 is None else None
+    content = dataclasses.replace(content, links=[], anchors=None, text=text, document=document)
     if _worker_discovery is None or not admit:
         return ParsedPage(content, prelinks, None, records)
     nofollow = content.nofollow or header_nofollow
@@ -88,6 +100,25 @@ def parse_and_admit(
         prelinks, parent_depth=parent_depth, page_nofollow=nofollow
     )
     return ParsedPage(content, None, admission, records)
+
+
+def page_document(content: ProcessedContent, prelinks: PreLinks, text_chars: int) -> bytes:
+    """The feed's page part (docs/feed.md), packed (feed_codec.py): title, declared language,
+    the text up to ``text_chars`` characters, each distinct outlink with its anchor texts."""
+    text = content.text or ""
+    anchors = prelinks.anchors or [[] for _ in prelinks.urls]
+    return pack(
+        {
+            "title": content.title,
+            "lang": content.lang,
+            "text": text[:text_chars],
+            "text_truncated": len(text) > text_chars,
+            "outlinks": [
+                {"url": link_url, "anchors": texts, "nofollow": nofollow}
+                for (link_url, _, nofollow), texts in zip(prelinks.urls, anchors, strict=True)
+            ],
+        }
+    )
 
 
 class _CpuBudget:

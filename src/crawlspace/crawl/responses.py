@@ -138,6 +138,7 @@ def fetch_record(
         canonical=content.canonical if content is not None else None,
         simhash=simhash,
         sketch=sketch,
+        document=content.document if content is not None else None,
     )
 
 

@@ -119,6 +119,7 @@ def completion_policy(config: CrawlConfig) -> CompletionPolicy:
         discovery_window=config.discovery_window,
         discovery_trap_ratio=config.discovery_trap_ratio,
         trap_priority_penalty=config.trap_priority_penalty,
+        feed=config.feed,
     )
 
 

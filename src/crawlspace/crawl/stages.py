@@ -102,10 +102,12 @@ class StagePools:
         parent_depth: int,
         header_nofollow: bool,
         archive: tuple[RecordBuilder, Exchange] | None = None,
+        document_chars: int | None = None,
     ) -> ParsedPage:
         """``processor`` and the first half of link admission on a worker process where the
         processor can go (then the worker also admits the links: parse_jobs.py), else on a
-        thread; the exchange's WARC records are built there too when ``archive`` asks."""
+        thread; the exchange's WARC records are built there too when ``archive`` asks, and
+        the page's feed document when ``document_chars`` does."""
         job = functools.partial(
             parse_and_admit,
             processor,
@@ -116,6 +118,7 @@ class StagePools:
             parent_depth=parent_depth,
             header_nofollow=header_nofollow,
             archive=archive,
+            document_chars=document_chars,
         )
         if not self._runs_in_process(processor):
             return await self.in_thread(job)

@@ -221,6 +221,9 @@ class Visitor:
                 parent_depth=lease.depth,
                 header_nofollow=header_directives.nofollow,
                 archive=(self._parts.warc.builder, exchange_of(response)),
+                document_chars=self._parts.config.feed_text_chars
+                if self._parts.config.feed
+                else None,
             )
         except ParseBudgetError as exc:
             # A hostile page: kept as fetched (archived, its fetch row written) without text or

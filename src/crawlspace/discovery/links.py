@@ -54,23 +54,37 @@ class Admission:
 class PreLinks:
     """A page's links after the per-href half of admission, which needs nothing but the page
     (so it runs in the parse worker): each distinct safe-normalized URL once, in document
-    order, as (URL, occurrences, every occurrence nofollow); refusals counted by reason."""
+    order, as (URL, occurrences, every occurrence nofollow); refusals counted by reason; and,
+    when asked for, each URL's distinct anchor texts (the index feed's outlinks)."""
 
     urls: list[tuple[str, int, bool]]
     total: int  # hrefs that normalized
     distinct_raw: int  # distinct hrefs as written, among those
     invalid: dict[str, int]
+    anchors: list[list[str]] | None = None  # parallel to ``urls``
+
+    def without_anchors(self) -> PreLinks:
+        """This, without the anchor texts (what admission needs, to travel back)."""
+        return PreLinks(self.urls, self.total, self.distinct_raw, self.invalid)
 
 
-def prenormalize(links: Iterable[tuple[str, bool]], base_url: str) -> PreLinks:
+# A link's anchor texts kept for the feed: menus repeat a URL under the same few labels.
+MAX_ANCHORS_PER_URL = 4
+
+
+def prenormalize(
+    links: Iterable[tuple[str, bool]], base_url: str, anchors: Sequence[str] | None = None
+) -> PreLinks:
     """Real pages repeat links (menus, "#section" anchors: ~800 hrefs per page in the Python
-    docs, ~100 distinct), so each distinct href is normalized once."""
+    docs, ~100 distinct), so each distinct href is normalized once. ``anchors``, parallel to
+    ``links``, gives each URL its distinct non-empty anchor texts."""
     by_href: dict[str, tuple[str | None, str | None]] = {}
     found: dict[str, tuple[int, bool]] = {}
+    labels: dict[str, list[str]] | None = None if anchors is None else {}
     invalid: Counter[str] = Counter()
     raw_seen: set[str] = set()
     total = 0
-    for href, nofollow in links:
+    for index, (href, nofollow) in enumerate(links):
         # The fragment never reaches the server: hrefs differing only there are one URL.
         key = href.partition("#")[0]
         normalized = by_href.get(key)
@@ -86,11 +100,18 @@ def prenormalize(links: Iterable[tuple[str, bool]], base_url: str) -> PreLinks:
         found[safe] = (
             (1, nofollow) if previous is None else (previous[0] + 1, previous[1] and nofollow)
         )
+        if labels is not None:
+            assert anchors is not None
+            texts = labels.setdefault(safe, [])
+            label = anchors[index]
+            if label and len(texts) < MAX_ANCHORS_PER_URL and label not in texts:
+                texts.append(label)
     return PreLinks(
         [(url, n, nofollow) for url, (n, nofollow) in found.items()],
         total,
         len(raw_seen),
         dict(invalid),
+        None if labels is None else [labels[url] for url in found],
     )
 
 

@@ -3,11 +3,11 @@
 From the lease, its completion, the host's notes read for the lease (crawl/host_rules.py) and the
 clock, ``plan_completion`` decides the per-day page count (frontier/budgets.py day_budget), the
 keyed budgets the page's links are admitted under, what its links are worth as in-links
-(frontier/priority.py), the content verdict and the duplicate
-penalty (frontier/duplicates.py) and the host's discovery window with its trap penalty
-(frontier/budgets.py advance_window). The engines apply the plan (plans.py says how); the two
+(frontier/priority.py), the content verdict and the duplicate penalty (frontier/duplicates.py),
+the host's discovery window with its trap penalty (frontier/budgets.py advance_window) and the
+page's index feed record (frontier/feed.py). The engines apply the plan (plans.py says how); the
 steps that need what only the engine's atomic operation learns are the plan's continuations,
-``judge`` and ``after_links``, still decided here.
+``judge``, ``after_links`` and ``feed_entry``, still decided here.
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ from crawlspace.frontier.budgets import (
     encode_window,
 )
 from crawlspace.frontier.duplicates import classify, duplicate_penalty
+from crawlspace.frontier.feed import FeedSource, feed_entry
 from crawlspace.plans import (
     CompletionPlan,
     ContentIndex,
+    ContentVerdict,
     DayCount,
+    FeedEntry,
     InlinkStep,
     Judgement,
     LinkEffects,
@@ -55,6 +58,8 @@ class CompletionPolicy:
     discovery_window: int = 20
     discovery_trap_ratio: float = 1.0
     trap_priority_penalty: int = 100
+    # The index feed (frontier/feed.py).
+    feed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,8 @@ class PagePlan:
     # The host's discovery window before this page (None: the page is not counted in it).
     window: DiscoveryWindow | None
     policy: CompletionPolicy
+    # What the page's feed record is made of (None: it has none).
+    feed: FeedSource | None = None
 
     def budget_keys(self, url: str) -> Sequence[str]:
         return tuple(budget.key_of(url) for budget in self.budgets)
@@ -98,6 +105,9 @@ class PagePlan:
         )
         sink = policy.trap_priority_penalty if state.flagged else 0
         return LinkEffects({WINDOW_NOTE: encode_window(state)}, sink)
+
+    def feed_entry(self, verdict: ContentVerdict) -> FeedEntry | None:
+        return None if self.feed is None else feed_entry(self.feed, verdict)
 
 
 def plan_completion(
@@ -130,4 +140,5 @@ def plan_completion(
         first_visit=lease.version == 1,
         window=decode_window(notes.get(WINDOW_NOTE)) if counted else None,
         policy=policy,
+        feed=FeedSource(lease, completion, now) if policy.feed and terminal else None,
     )

@@ -1,4 +1,5 @@
-"""One-pass HTML extraction: raw links, canonical, robots meta, title and visible text.
+"""One-pass HTML extraction: raw links and their anchor text, canonical, robots meta, title,
+declared language and visible text.
 
 Pure: bytes in, an :class:`HtmlPage` out, never an exception. Hrefs are returned raw; resolving
 and normalizing them is discovery's job, so this module only resolves ``<base href>``.
@@ -28,6 +29,7 @@ class RawLink(NamedTuple):
     href: str
     nofollow: bool  # rel contained nofollow, ugc or sponsored
     tag: str  # "a", "area", "frame" or "iframe"
+    anchor: str = ""  # the link's text (an <area>'s alt), whitespace collapsed, capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +41,17 @@ class HtmlPage:
     title: str | None
     text: str  # visible body text, whitespace collapsed, for content hashes
     charset: str  # Python codec name the body was decoded with
+    lang: str | None = None  # <html lang>, as declared (lowercase)
 
 
 _LINK_SELECTOR: Final = "a[href], area[href], frame[src], iframe[src]"
 _NOFOLLOW_RELS: Final = frozenset({"nofollow", "ugc", "sponsored"})
 _HEAD_SELECTOR: Final = "base[href], link[rel][href], meta[name][content], title"
 _INVISIBLE_TAGS: Final = ["script", "style", "noscript", "template"]
+# An anchor text longer than this is a block of the page wrapped in a link, not a label.
+MAX_ANCHOR_CHARS: Final = 200
+# BCP 47 tags are short; a longer lang attribute is junk (RFC 5646 §4.4.1 advises 35).
+_MAX_LANG_CHARS: Final = 35
 
 # ---- charset -------------------------------------------------------------------------------
 
@@ -205,8 +212,21 @@ def _links(tree: LexborHTMLParser) -> list[RawLink]:
             continue
         rel = attrs.get("rel")
         nofollow = rel is not None and not _NOFOLLOW_RELS.isdisjoint(rel.lower().split())
-        links.append(RawLink(href=href, nofollow=nofollow, tag=tag))
+        # What an index says a page is about from the pages that link to it (the feed's
+        # outlinks): ~0.4 µs a link in lexbor.
+        label = (attrs.get("alt") or "") if tag == "area" else node.text()
+        anchor = " ".join(label.split())[:MAX_ANCHOR_CHARS] if label else ""
+        links.append(RawLink(href, nofollow, tag, anchor))
     return links
+
+
+def _lang(tree: LexborHTMLParser) -> str | None:
+    root = tree.root
+    declared = root.attrs.get("lang") if root is not None else None
+    if not declared:
+        return None
+    lang = declared.strip().lower()
+    return lang if 0 < len(lang) <= _MAX_LANG_CHARS else None
 
 
 @dataclass(slots=True)
@@ -279,4 +299,5 @@ def extract(
         title=head.title,
         text=text,
         charset=charset,
+        lang=_lang(tree),
     )

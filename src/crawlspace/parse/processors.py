@@ -29,11 +29,19 @@ class ProcessedContent:
     # The built-in HTML processor does this work where it parses (a worker process), so the
     # crawl loop, the bottleneck, does not: the text's hashes (its links are normalized there
     # too, crawl/parse_jobs.py). Other processors may leave them None. With the hashes present
-    # the text itself is not needed by the loop: the HTML processor leaves it behind rather
-    # than pickle tens of KB per page back across the process boundary.
+    # the text itself is not needed by the loop: parse_jobs.py leaves it behind (in the feed's
+    # document) rather than pickle tens of KB per page back across the process boundary.
     text_sha256: str | None = None
     simhash: int | None = None
     sketch: Sketch | None = None  # dedup/sketch.py, for trap detection by yield
+    # For the index feed (feed/document.py): the page's title and declared language, and each
+    # link's anchor text (same order as ``links``; None: the processor has none).
+    title: str | None = None
+    lang: str | None = None
+    anchors: list[str] | None = None
+    # The feed's page part, built where the page was parsed (crawl/parse_jobs.py): the text,
+    # title and outlinks travel back once, compressed, and the loop never decodes them.
+    document: bytes | None = None
 
 
 class ContentProcessor(Protocol):
@@ -47,6 +55,7 @@ def process_html(
 ) -> ProcessedContent:
     page = extract(body, base_url=url, content_type=content_type, product_token=product_token)
     links = [(link.href, link.nofollow) for link in page.links]
+    anchors = [link.anchor for link in page.links]
     simhash, sketch = simhash_and_sketch(page.text) if page.text else (None, None)
     canonical = normalize(page.canonical, page.base_url) if page.canonical else None
     if canonical is not None and canonical != url and host_key(canonical) == host_key(url):
@@ -54,9 +63,14 @@ def process_html(
         # check apply), so the page a variant names is crawled even when nothing links to
         # it. Another host's is only recorded: a site does not get to enqueue other sites.
         links.append((canonical, False))
+        anchors.append("")
     return ProcessedContent(
         base_url=page.base_url,
         links=links,
+        text=page.text,
+        title=page.title,
+        lang=page.lang,
+        anchors=anchors,
         text_sha256=hashlib.sha256(page.text.encode()).hexdigest() if page.text else None,
         simhash=simhash,
         sketch=sketch,

@@ -29,6 +29,8 @@ from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite.dedup import sink_links
 from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate
 
+_NOT_JUDGED = ContentVerdict()
+
 # How long an idle worker waits at least before polling again while other workers hold leases.
 _POLL = 0.1
 
@@ -178,6 +180,8 @@ class SharedStore(RecordsDelegate):
                         sqlite_dedup.store_verdict(db, self._fetch_id(db, lease), fetch, verdict)
                 if not requeue:
                     self.records.emit_event(db, lease, completion, now)
+                    plan = completion.plan or NO_PLAN
+                    self.records.write_feed(db, lease, plan.feed_entry(verdict or _NOT_JUDGED))
                 duplicate = verdict is not None and verdict.duplicate
                 outcome = self.frontier.complete(lease, completion, now, duplicate=duplicate)
                 if outcome is None:

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.lifecycle import check_transition
-from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
+from crawlspace.plans import NO_PLAN, CompletionPlan, ContentVerdict, Outcome
 from crawlspace.records import Completion, Lease, UrlCandidate
 from crawlspace.store.base import AddResult
 from crawlspace.store.sqlite import dedup as sqlite_dedup
@@ -50,6 +50,8 @@ class CompletingRows(Protocol):
     ) -> None: ...
 
 
+_NOT_JUDGED = ContentVerdict()
+
 # The columns every ending of a page lease sets (the completion's UPDATE adds the revisit ones).
 _FINISH_URL = (
     "UPDATE urls SET state = ?, reason = ?, lease_id = NULL, lease_expires_at = NULL,"
@@ -80,7 +82,7 @@ def complete_page(
     if completion.notes:
         store.records.write_notes(db, host_id, completion.notes)
     links: Sequence[UrlCandidate] = completion.discovered
-    duplicate = False
+    verdict = _NOT_JUDGED
     if fetch is not None and completion.state != "not_modified":
         # The content's claims and verdict (a 304 validated content already judged); a
         # duplicate's links on its host sink as far as the plan says.
@@ -88,7 +90,10 @@ def complete_page(
             db, lease, host_id, fetch, plan, index=store.near_index
         )
         links = sink_links(links, lease.host_key, judgement.sink)
-        duplicate = judgement.verdict.duplicate
+        verdict = judgement.verdict
+    duplicate = verdict.duplicate
+    if not requeue:
+        store.records.write_feed(db, lease, plan.feed_entry(verdict))
     if completion.counters:
         sqlite_dedup.bump_counters(db, completion.counters)
     rejections: Counter[str] = Counter()

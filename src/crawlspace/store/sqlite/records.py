@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from crawlspace.errors import StoreError, StoreIOError
+from crawlspace.plans import FeedEntry
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import priority as sqlite_priority
@@ -168,6 +169,10 @@ class CrawlRecords:
         self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float
     ) -> None:
         sqlite_rows.emit_event(db, lease, completion, now)
+
+    def write_feed(self, db: sqlite3.Connection, lease: Lease, entry: FeedEntry | None) -> None:
+        if entry is not None:
+            sqlite_rows.insert_feed(db, lease, entry)
 
     def store_robots(self, db: sqlite3.Connection, host_id: int, record: RobotsRecord) -> None:
         sqlite_rows.store_robots(db, host_id, record)

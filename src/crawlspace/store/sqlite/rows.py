@@ -1,5 +1,6 @@
-"""The SQLite rows a finished visit leaves: its fetch row and links, its completion event, and a
-host's robots.txt. Functions over the caller's connection, inside its transaction."""
+"""The SQLite rows a finished visit leaves: its fetch row and links, its completion event, its
+index feed record, and a host's robots.txt. Functions over the caller's connection, inside its
+transaction."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import dataclasses
 import hashlib
 import sqlite3
 
+from crawlspace.plans import FeedEntry
 from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
 
-__all__ = ["emit_event", "event_id", "insert_fetch", "store_robots"]
+__all__ = ["emit_event", "event_id", "insert_feed", "insert_fetch", "store_robots"]
 
 
 def event_id(url: str, version: int) -> str:
@@ -97,6 +99,15 @@ def emit_event(db: sqlite3.Connection, lease: Lease, completion: Completion, now
             fetch.warc_offset if fetch else None,
             now,
         ),
+    )
+
+
+def insert_feed(db: sqlite3.Connection, lease: Lease, entry: FeedEntry) -> None:
+    """The completion's feed record; a replayed completion's is the one already there."""
+    db.execute(
+        "INSERT OR IGNORE INTO feed (event_id, doc_id, kind, meta, document)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (event_id(lease.url, lease.version), entry.doc_id, entry.kind, entry.meta, entry.document),
     )
 
 

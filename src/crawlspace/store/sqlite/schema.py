@@ -154,6 +154,19 @@ CREATE TABLE IF NOT EXISTS events (
     created_at     REAL NOT NULL
 );
 
+-- The index feed (docs/feed.md; frontier/feed.py decides it): at most one record per (URL,
+-- version), in the completion's transaction, so a crash or a replayed completion neither loses
+-- nor doubles one. seq is a consumer's position; meta is the record's JSON without its page
+-- part, document the page part as zstd-compressed JSON (feed_codec.py), NULL for a delete.
+CREATE TABLE IF NOT EXISTS feed (
+    seq      INTEGER PRIMARY KEY,
+    event_id TEXT NOT NULL UNIQUE,
+    doc_id   TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    meta     TEXT NOT NULL,
+    document BLOB
+);
+
 -- Trap budgets (store/sqlite/traps.py): URLs admitted per URL template per host, pages fetched
 -- per host per UTC day, and each host's discovery-ratio window (flagged: a likely trap).
 CREATE TABLE IF NOT EXISTS host_templates (
