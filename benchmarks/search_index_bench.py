@@ -38,10 +38,18 @@ page cache of one engine do not leak into the other), and measures:
    ``SnippetGenerator``, 150 chars; FTS5: ``snippet()``, 24 tokens) on a separately opened
    reader; one untimed warm-up pass, then median and p95 of the timed pass. A word found in
    exactly one page must find exactly that page (with ``--copies C``: exactly its C copies) first.
-   The top-10 lists of the two engines are compared (overlap@10, same top-1).
+   The top-10 lists of the two engines are compared (overlap@10, same top-1). "Ranking only"
+   times the same queries returning the top 10 addresses/rowids alone (no stored fields, no
+   snippet), which separates the engine's BM25 top-k from the per-hit snippet work.
 5. Concurrency: with 50 documents added but not committed, a second process opens the index:
    how many documents its reader sees and whether it can get a writer.
 6. Import time (``python -X importtime -c "import X"``, best of 5) and installed size.
+
+Settings: the FTS5 file gets the crawl database's pragmas (WAL, busy_timeout, 64 MiB cache) but
+``synchronous=FULL`` by default, so a commit is as durable as tantivy's (which fsyncs);
+``--fts5-synchronous NORMAL`` is the crawl database's own setting. The tantivy writer uses one
+indexing thread by default (``--tantivy-threads 0`` lets tantivy choose: on a 2-core machine
+that was slower with a commit per 100 documents, each commit writing one segment per thread).
 
 The tokenizer notes at the end show what each default analyzer makes of the same sample text.
 """
@@ -335,6 +343,7 @@ class TantivyEngine:
         searcher = self.reader.searcher()
         result = searcher.search(query, TOP_K, count=False)
         snippets = self.t.SnippetGenerator.create(searcher, query, self.schema, "text")
+        snippets.set_max_num_chars(150)
         hits = []
         for _score, address in result.hits:
             doc = searcher.doc(address)

@@ -1,13 +1,18 @@
 """The `crawlspace` commands for a search index: ``feed`` prints a crawl's index feed
-(docs/feed.md). Each is a few lines over a library call in ops/."""
+(docs/feed.md), ``index`` keeps a search index current with it, ``search`` asks the index. Each
+is a few lines over a library call in ops/."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
+
+from crawlspace.errors import ConfigError
 
 __all__ = ["add_index_commands"]
 
@@ -24,6 +29,42 @@ def _cmd_feed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_index(args: argparse.Namespace) -> int:
+    from crawlspace.ops.indexer import default_index_path, index_feeds
+
+    path = default_index_path(args.dirs, args.into)
+    stop = threading.Event()
+    if args.follow:
+        # SIGTERM or Ctrl-C: one last pass over what the crawls wrote, then exit.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+    run = index_feeds(args.dirs, path, follow=args.follow, stop=stop)
+    if not args.quiet:
+        print(f"applied {run.records:,} feed records; {run.documents:,} documents in {path}")
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    from crawlspace.ops.search_index import SearchIndex
+
+    path = args.index / "index.db" if args.index.is_dir() else args.index
+    if not path.is_file():
+        raise ConfigError(f"{path} is no search index: make one with `crawlspace index DIR`")
+    with SearchIndex(path) as index:
+        hits = index.search(args.query, args.limit, raw=args.raw)
+    for rank, hit in enumerate(hits, 1):
+        if args.json:
+            sys.stdout.write(json.dumps({"rank": rank, **_fields(hit)}, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(f"{rank}. {hit.title or '(no title)'}\n   {hit.url}\n")
+            sys.stdout.write(f"   {hit.snippet}\n")
+    return 0 if hits else 1
+
+
+def _fields(hit: Any) -> dict[str, Any]:
+    return {"url": hit.url, "title": hit.title, "snippet": hit.snippet, "score": hit.score}
+
+
 def add_index_commands(sub: Any) -> None:
     """The commands, on the `crawlspace` parser's subparsers."""
     feed = sub.add_parser("feed", help="print a crawl's index feed, one JSON record per line")
@@ -38,3 +79,20 @@ def add_index_commands(sub: Any) -> None:
     )
     feed.add_argument("--limit", type=int, help="print at most this many records")
     feed.set_defaults(func=_cmd_feed, quiet=True, verbose=False)
+
+    index = sub.add_parser("index", help="add what crawls fetched to a search index")
+    index.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="crawl directories")
+    index.add_argument("--into", type=Path, help="the index file (default: DIR/index.db)")
+    index.add_argument(
+        "--follow", action="store_true", help="keep it current until stopped (SIGTERM, Ctrl-C)"
+    )
+    index.add_argument("-q", "--quiet", action="store_true")
+    index.set_defaults(func=_cmd_index, verbose=False)
+
+    search = sub.add_parser("search", help="search a crawl's index: ranked URLs and snippets")
+    search.add_argument("index", type=Path, help="a crawl directory or an index file")
+    search.add_argument("query", help="words every result contains")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="one JSON object per result")
+    search.add_argument("--raw", action="store_true", help="the query is SQLite FTS5 syntax")
+    search.set_defaults(func=_cmd_search, quiet=True, verbose=False)

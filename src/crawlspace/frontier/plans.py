@@ -13,7 +13,7 @@ steps that need what only the engine's atomic operation learns are the plan's co
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crawlspace.frontier.budgets import (
     WINDOW_NOTE,
@@ -77,8 +77,9 @@ class PagePlan:
     # The host's discovery window before this page (None: the page is not counted in it).
     window: DiscoveryWindow | None
     policy: CompletionPolicy
-    # What the page's feed record is made of (None: it has none).
-    feed: FeedSource | None = None
+    # What the page's feed record is made of (None: it has none): the lease and completion
+    # themselves, so not compared (a lease's id and URL id are the engine's).
+    feed: FeedSource | None = field(default=None, compare=False)
 
     def budget_keys(self, url: str) -> Sequence[str]:
         return tuple(budget.key_of(url) for budget in self.budgets)

@@ -1,0 +1,85 @@
+"""`crawlspace index`: keep a search index (ops/search_index.py) current with one or more crawls'
+index feeds (ops/feed.py): the feed of `crawlspace crawl`'s directory, or of each worker's.
+
+Each pass reads every feed from where the index last committed, in batches of ``batch`` records,
+one transaction each. With ``follow`` it keeps polling until ``stop`` is set, then makes one last
+pass, so what a crawl wrote before it ended is in the index when this returns.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlspace.errors import ConfigError
+from crawlspace.ops.feed import feed_records, open_feed
+from crawlspace.ops.search_index import SearchIndex
+
+__all__ = ["IndexRun", "default_index_path", "index_feeds"]
+
+BATCH = 500
+POLL_SECONDS = 1.0
+
+
+@dataclass(slots=True)
+class IndexRun:
+    records: int = 0
+    documents: int = 0
+
+
+def default_index_path(directories: Sequence[Path], into: Path | None) -> Path:
+    """Where the index goes: ``into``, else the one crawl directory's ``index.db``."""
+    if into is not None:
+        return into
+    if len(directories) != 1:
+        raise ConfigError("several crawl directories feed one index: say where with --into FILE")
+    return directories[0] / "index.db"
+
+
+def index_feeds(
+    directories: Sequence[Path],
+    index_path: Path,
+    *,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+    batch: int = BATCH,
+    poll: float = POLL_SECONDS,
+) -> IndexRun:
+    """Apply every feed's records not yet in the index; with ``follow``, until ``stop``."""
+    run = IndexRun()
+    stop = stop or threading.Event()
+    feeds: dict[str, sqlite3.Connection] = {}
+    with SearchIndex(index_path) as index:
+        try:
+            while True:
+                last_pass = stop.is_set() or not follow
+                applied = 0
+                for directory in directories:
+                    source = str(directory.resolve())
+                    if source not in feeds:
+                        if not (directory / "crawl.db").exists() and follow and not last_pass:
+                            continue  # a crawl about to start: its feed appears soon
+                        feeds[source] = open_feed(directory)
+                    applied += _catch_up(index, source, feeds[source], batch)
+                run.records += applied
+                if last_pass:
+                    break
+                if not applied:
+                    stop.wait(poll)
+        finally:
+            for db in feeds.values():
+                db.close()
+        run.documents = index.documents()
+    return run
+
+
+def _catch_up(index: SearchIndex, source: str, feed: sqlite3.Connection, batch: int) -> int:
+    total = 0
+    while True:
+        applied = index.apply(source, feed_records(feed, index.position(source), batch))
+        total += applied
+        if applied < batch:
+            return total
