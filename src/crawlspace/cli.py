@@ -82,19 +82,27 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         else:
             print(f"resuming the crawl in {args.out}", file=sys.stderr, flush=True)
     settings = {"given": given_from(args, **include), "reconfigure": args.reconfigure}
-    if args.dashboard:
-        from crawlspace.dashboard.server import DashboardServer
-
-        with DashboardServer(args.out, args.dashboard_port) as dashboard:
-            print(f"dashboard at {dashboard.url}", file=sys.stderr, flush=True)
-            summary = run_crawl(config, args.out, seeds, **settings)
-    else:
+    with contextlib.ExitStack() as beside:
+        _start_beside(args, beside)
         summary = run_crawl(config, args.out, seeds, **settings)
     print_summary(args.out, summary, quiet=args.quiet)
     if summary.error:
         print(f"crawlspace: error: {summary.error}", file=sys.stderr)
         return 3
     return 0
+
+
+def _start_beside(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
+    """What runs beside a crawl or worker until it ends: the dashboard, the search index."""
+    if args.dashboard:
+        from crawlspace.dashboard.server import DashboardServer
+
+        dashboard = stack.enter_context(DashboardServer(args.out, args.dashboard_port))
+        print(f"dashboard at {dashboard.url}", file=sys.stderr, flush=True)
+    if args.index:
+        from crawlspace.ops.indexer import following_index
+
+        stack.enter_context(following_index(args.out))
 
 
 def _check_new_crawl(out: Path, seeds: list[str], sitemaps: tuple[str, ...]) -> None:
@@ -237,6 +245,8 @@ def _cmd_seed(args: argparse.Namespace) -> int:
     from crawlspace.crawl.worker import Resume, seed_frontier
 
     include = _includes(args, args.seeds)
+    if args.index or args.dashboard:
+        raise ConfigError("--index and --dashboard go with each worker, not with seed")
     config = config_from(args, progress=False, **include)
     added = seed_frontier(
         config,
@@ -257,15 +267,17 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     _includes(args, [])  # --no-parent has no seeds here: refused
     config = config_from(args, progress=False)
     durability = Durability(args.wait_replicas, args.wait_timeout)
-    summary = run_worker(
-        config,
-        args.out,
-        args.frontier,
-        namespace=args.namespace,
-        buckets=args.buckets,
-        durability=durability,
-        resume=Resume(given_from(args), args.reconfigure),
-    )
+    with contextlib.ExitStack() as beside:
+        _start_beside(args, beside)
+        summary = run_worker(
+            config,
+            args.out,
+            args.frontier,
+            namespace=args.namespace,
+            buckets=args.buckets,
+            durability=durability,
+            resume=Resume(given_from(args), args.reconfigure),
+        )
     if not args.quiet:
         print_summary(args.out, summary)
     return 3 if summary.error else 0

@@ -30,7 +30,7 @@ def _cmd_feed(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from crawlspace.ops.indexer import default_index_path, index_feeds
+    from crawlspace.ops.indexer import default_index_path, index_feeds, stop_with_parent
 
     path = default_index_path(args.dirs, args.into)
     stop = threading.Event()
@@ -38,7 +38,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
         # SIGTERM or Ctrl-C: one last pass over what the crawls wrote, then exit.
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
-    run = index_feeds(args.dirs, path, follow=args.follow, stop=stop)
+    if args.with_parent is not None:
+        stop_with_parent(args.with_parent, stop)
+    run = index_feeds(args.dirs, path, follow=args.follow, stop=stop, batch=args.batch)
     if not args.quiet:
         print(f"applied {run.records:,} feed records; {run.documents:,} documents in {path}")
     return 0
@@ -59,6 +61,13 @@ def _cmd_search(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{rank}. {hit.title or '(no title)'}\n   {hit.url}\n")
             sys.stdout.write(f"   {hit.snippet}\n")
     return 0 if hits else 1
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
 
 
 def _fields(hit: Any) -> dict[str, Any]:
@@ -86,6 +95,10 @@ def add_index_commands(sub: Any) -> None:
     index.add_argument(
         "--follow", action="store_true", help="keep it current until stopped (SIGTERM, Ctrl-C)"
     )
+    index.add_argument(
+        "--batch", type=_positive, default=500, help="records per transaction (default 500)"
+    )
+    index.add_argument("--with-parent", type=int, metavar="PID", help=argparse.SUPPRESS)
     index.add_argument("-q", "--quiet", action="store_true")
     index.set_defaults(func=_cmd_index, verbose=False)
 

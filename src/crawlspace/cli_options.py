@@ -107,6 +107,11 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
     )
     add("--dashboard", action="store_true", help="serve the live dashboard on 127.0.0.1")
     add("--dashboard-port", type=port_number, default=8765, metavar="PORT", help="(default 8765)")
+    add(
+        "--index",
+        action="store_true",
+        help="keep a search index of the crawl current while it runs (crawlspace search DIR)",
+    )
     add("-q", "--quiet", action="store_true", help="no progress line, warnings only")
     add("-v", "--verbose", action="store_true", help="debug logging")
     add("--log-json", action="store_true", help="structured JSON log lines on stderr")

@@ -8,9 +8,14 @@ pass, so what a crawl wrote before it ended is in the index when this returns.
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +23,12 @@ from crawlspace.errors import ConfigError
 from crawlspace.ops.feed import feed_records, open_feed
 from crawlspace.ops.search_index import SearchIndex
 
-__all__ = ["IndexRun", "default_index_path", "index_feeds"]
+__all__ = ["IndexRun", "default_index_path", "following_index", "index_feeds", "stop_with_parent"]
 
 BATCH = 500
 POLL_SECONDS = 1.0
+# How long a crawl waits at its end for the indexer's last pass before it stops waiting.
+LAST_PASS_SECONDS = 120.0
 
 
 @dataclass(slots=True)
@@ -83,3 +90,34 @@ def _catch_up(index: SearchIndex, source: str, feed: sqlite3.Connection, batch: 
         total += applied
         if applied < batch:
             return total
+
+
+@contextmanager
+def following_index(directory: Path) -> Iterator[None]:
+    """`crawlspace index DIR --follow` in a child process while the body runs (a crawl): it
+    indexes on a core of its own, and the crawl loop does none of it. At the end it is asked to
+    make its last pass and waited for. Killed with the crawl (SIGKILL), it notices its parent is
+    gone and stops by itself; the next run's indexer resumes where it committed."""
+    command = [sys.executable, "-m", "crawlspace.cli", "index", str(directory), "--follow", "-q"]
+    child = subprocess.Popen([*command, "--with-parent", str(os.getpid())])
+    try:
+        yield
+    finally:
+        child.send_signal(signal.SIGTERM)
+        try:
+            child.wait(timeout=LAST_PASS_SECONDS)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def stop_with_parent(parent: int, stop: threading.Event, poll: float = POLL_SECONDS) -> None:
+    """Set ``stop`` once process ``parent`` is no longer this one's parent (it exited or was
+    killed), from a daemon thread."""
+
+    def watch() -> None:
+        while not stop.wait(poll):
+            if os.getppid() != parent:
+                stop.set()
+
+    threading.Thread(target=watch, name="crawlspace-parent-watch", daemon=True).start()
