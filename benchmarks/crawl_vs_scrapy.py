@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +132,9 @@ class RunResult:
         return self.cpu / self.wall if self.wall else 0.0
 
 
-def crawlspace_config(path: Path, max_pages: int, event_loop: str = "asyncio") -> None:
+def crawlspace_config(
+    path: Path, max_pages: int, event_loop: str = "asyncio", extra: Sequence[str] = ()
+) -> None:
     lines = [
         "[crawl]",
         f'user_agent = "{USER_AGENT}"',
@@ -147,15 +150,21 @@ def crawlspace_config(path: Path, max_pages: int, event_loop: str = "asyncio") -
     ]
     if max_pages:
         lines.append(f"max_pages = {max_pages}")
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join([*lines, *extra]) + "\n")
 
 
 def command(
-    crawler: str, seeds: list[str], out: Path, max_pages: int, event_loop: str = "asyncio"
+    crawler: str,
+    seeds: list[str],
+    out: Path,
+    max_pages: int,
+    event_loop: str = "asyncio",
+    *,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     if crawler == "crawlspace":
         config = out.parent / f"{out.name}.toml"
-        crawlspace_config(config, max_pages, event_loop)
+        crawlspace_config(config, max_pages, event_loop, extra)
         cli = ["-m", "crawlspace.cli", "crawl", *seeds, "--out", str(out)]
         return [sys.executable, *cli, "--config", str(config), "-q"]
     script = str(BENCH_DIR / SIDE_SCRIPTS[crawler])
@@ -189,8 +198,10 @@ def run_once(
     expected: set[str],
     cpus: str | None = None,
     event_loop: str = "asyncio",
+    extra: Sequence[str] = (),
 ) -> RunResult:
-    cmd = command(crawler, seeds, out, max_pages, event_loop)
+    """One crawl, measured; ``extra``: more crawlspace TOML lines."""
+    cmd = command(crawler, seeds, out, max_pages, event_loop, extra=extra)
     if cpus:
         # --cpus pins the crawler (and the processes it starts) to those cores: the 1-core
         # figure for the scaling ratio. The static server is not pinned.

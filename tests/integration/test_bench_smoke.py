@@ -195,3 +195,45 @@ def test_pair_trees_runs_both_sides_and_prints_the_ratio() -> None:
         assert int(cells[3].replace(",", "")) > 0  # it fetched pages
     assert "A (HEAD) run 1" in done.stderr
     assert "B (working tree) run 1" in done.stderr
+
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def test_the_feed_and_index_cost_benchmark_prints_its_table() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "feed_index_bench.py"), "--generated", "--pairs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| crawl, feed on |" in done.stdout
+    assert "| `crawlspace index` afterwards |" in done.stdout
+    assert "feed on run 1:" in done.stderr
+
+
+@pytest.mark.skipif(
+    not Path("/usr/share/doc/postgresql-doc-15/html").is_dir(),
+    reason="postgresql-doc-15 is not installed (the search benchmark's corpus)",
+)
+def test_the_search_index_benchmark_runs_fts5() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "search_index_bench.py"),
+            "--engines",
+            "fts5",
+            "--docs",
+            "60",
+            "--queries",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "fts5" in done.stdout

@@ -17,6 +17,7 @@ from tests.webs import stats_json
 # address guard refuses (no --allow-net).
 SEED = "http://127.0.0.1:9/"
 COMMANDS = ["crawl", "demo", "stats", "export", "serve", "report", "config", "seed", "worker"]
+COMMANDS += ["feed", "index", "search"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -176,6 +177,14 @@ def test_demo_crawls_the_sample_web(tmp_path: Path) -> None:
         check=True,
     )
     assert "crawl summary" in done.stdout
+    # It ends with a search of what it crawled.
+    found = subprocess.run(
+        [sys.executable, "-m", "crawlspace.cli", "search", str(out), "archive", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert json.loads(found[0])["url"].startswith("http://blog.demo.test:")
     stats = stats_json(out)
     assert stats["hosts_crawled"] == 4
     assert stats["pages"] >= 50

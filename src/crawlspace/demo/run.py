@@ -12,11 +12,15 @@ from crawlspace.config import CrawlConfig
 from crawlspace.demo.sample_web import base_urls_for, resolve_map, sample_farm, seed_urls
 from crawlspace.errors import OutputDirError
 from crawlspace.fetch.settings import ResolveOverride
+from crawlspace.ops.indexer import index_feeds
 from crawlspace.ops.runner import print_summary, run_crawl
+from crawlspace.ops.search_index import SearchIndex
 
 # The demo should be quick but still visibly polite: a short gap, one request per host.
 DEMO_MIN_DELAY = 0.1
 DEMO_DELAY_FACTOR = 2.0
+# What the demo searches its index for once the crawl is done.
+DEMO_QUERY = "archive"
 
 
 def demo_config(resolve: dict[str, tuple[str, int]], *, progress: bool) -> CrawlConfig:
@@ -71,10 +75,18 @@ def run_demo(out_dir: Path, *, quiet: bool = False) -> int:
         config = demo_config(resolve_map(farm), progress=not quiet)
         summary = run_crawl(config, out_dir, seeds)
         print_summary(out_dir, summary)
-        if not quiet:
-            console.print(
-                f"\nNext: [bold]crawlspace stats {out_dir}[/],"
-                f" [bold]crawlspace export {out_dir} --what fetches[/],"
-                f" [bold]warcio index {out_dir}/warc/*.warc.gz[/]"
-            )
+    # The crawl's index feed into a search index, and a first search of it.
+    index_feeds([out_dir], out_dir / "index.db")
+    with SearchIndex(out_dir / "index.db") as index:
+        hits = index.search(DEMO_QUERY, limit=3)
+    if not quiet:
+        console.print(f"\n[bold]crawlspace search {out_dir} {DEMO_QUERY}[/]")
+        for rank, hit in enumerate(hits, 1):
+            console.print(f"{rank}. {hit.title}  {hit.url}\n   {hit.snippet}", markup=False)
+        console.print(
+            f"\nNext: [bold]crawlspace stats {out_dir}[/],"
+            f" [bold]crawlspace search {out_dir} WORDS[/],"
+            f" [bold]crawlspace feed {out_dir}[/],"
+            f" [bold]warcio index {out_dir}/warc/*.warc.gz[/]"
+        )
     return 0
