@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from crawlspace.cli_options import frontier_options
 from crawlspace.errors import ConfigError
 
 __all__ = ["add_index_commands"]
@@ -30,8 +31,17 @@ def _cmd_feed(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from crawlspace.ops.indexer import default_index_path, index_feeds, stop_with_parent
+    from crawlspace.ops.indexer import (
+        default_index_path,
+        index_feeds,
+        index_stream,
+        stop_with_parent,
+    )
 
+    if bool(args.dirs) == (args.frontier is not None):
+        raise ConfigError("give crawl directories or --frontier URL (with --into FILE)")
+    if args.frontier is not None and args.into is None:
+        raise ConfigError("--frontier: say where the index goes with --into FILE")
     path = default_index_path(args.dirs, args.into)
     stop = threading.Event()
     if args.follow:
@@ -40,7 +50,18 @@ def _cmd_index(args: argparse.Namespace) -> int:
             signal.signal(signum, lambda *_: stop.set())
     if args.with_parent is not None:
         stop_with_parent(args.with_parent, stop)
-    run = index_feeds(args.dirs, path, follow=args.follow, stop=stop, batch=args.batch)
+    if args.frontier is not None:
+        run = index_stream(
+            args.frontier,
+            path,
+            namespace=args.namespace,
+            buckets=args.buckets,
+            follow=args.follow,
+            stop=stop,
+            batch=args.batch,
+        )
+    else:
+        run = index_feeds(args.dirs, path, follow=args.follow, stop=stop, batch=args.batch)
     if not args.quiet:
         print(f"applied {run.records:,} feed records; {run.documents:,} documents in {path}")
     return 0
@@ -90,7 +111,7 @@ def add_index_commands(sub: Any) -> None:
     feed.set_defaults(func=_cmd_feed, quiet=True, verbose=False)
 
     index = sub.add_parser("index", help="add what crawls fetched to a search index")
-    index.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="crawl directories")
+    index.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="crawl directories")
     index.add_argument("--into", type=Path, help="the index file (default: DIR/index.db)")
     index.add_argument(
         "--follow", action="store_true", help="keep it current until stopped (SIGTERM, Ctrl-C)"
@@ -100,6 +121,7 @@ def add_index_commands(sub: Any) -> None:
     )
     index.add_argument("--with-parent", type=int, metavar="PID", help=argparse.SUPPRESS)
     index.add_argument("-q", "--quiet", action="store_true")
+    frontier_options(index, reading=True)
     index.set_defaults(func=_cmd_index, verbose=False)
 
     search = sub.add_parser("search", help="search a crawl's index: ranked URLs and snippets")

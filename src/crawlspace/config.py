@@ -112,6 +112,9 @@ class CrawlConfig:
     # delete, with up to feed_text_chars characters of each page's text.
     feed: bool = True
     feed_text_chars: int = 65_536
+    # On a shared frontier the feed is also a Redis stream per bucket (store/redis/feed_stream.py)
+    # that keeps about this many records, all buckets together (0: no stream).
+    feed_stream_entries: int = 100_000
     progress: bool = True
     # Telemetry: the samples time series in crawl.db, and a Prometheus endpoint on 127.0.0.1.
     sample_seconds: float = 5.0

@@ -110,8 +110,11 @@ def _check_limits(config: Any) -> None:
         raise ConfigError(f"event_loop must be asyncio or uvloop, not {config.event_loop!r}")
     if config.parse_cpu_seconds < 0:
         raise ConfigError(f"parse_cpu_seconds must be >= 0 (got {config.parse_cpu_seconds})")
-    if config.feed_text_chars < 0:
-        raise ConfigError(f"feed_text_chars must be >= 0 (got {config.feed_text_chars})")
+    if config.feed_text_chars < 0 or config.feed_stream_entries < 0:
+        raise ConfigError(
+            "feed_text_chars and feed_stream_entries must be >= 0"
+            f" (got {config.feed_text_chars} and {config.feed_stream_entries})"
+        )
     if not 1 <= config.warc_gzip_level <= 9:
         raise ConfigError("warc_gzip_level must be 1..9")
     for name in ("user_agent", "warc_operator", "warc_is_part_of"):

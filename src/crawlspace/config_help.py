@@ -113,6 +113,8 @@ HELP: Final = {
     "feed": "write the index feed (crawlspace feed DIR): a record per page version an index"
     " should add or delete",
     "feed_text_chars": "characters of a page's text its feed record keeps",
+    "feed_stream_entries": "feed records a shared frontier's feed streams keep (the oldest"
+    " are trimmed; each worker's directory keeps its whole feed; 0: no stream)",
     "progress": "the progress line on stderr (-q turns it off)",
     "sample_seconds": "how often the samples time series in crawl.db is written",
     "metrics_port": "serve Prometheus metrics at http://127.0.0.1:PORT/metrics",

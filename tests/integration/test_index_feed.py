@@ -18,6 +18,7 @@ import pytest
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.feed_format import document_id
+from crawlspace.ops.search_index import SearchIndex
 from tests.integration.test_dedup_crawl import _article
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
@@ -190,3 +191,13 @@ def test_workers_on_a_cluster_feed_the_same_records(
         )
         records = [r for out in outs for r in feed_of(out)]
         check_feed(sorted(records, key=lambda r: r["version"]), farm)
+        # The same records reached the frontier's feed streams: one index from them all.
+        index = tmp_path / "index.db"
+        shared = ["--frontier", cluster.url, "--namespace", "feed"]
+        subprocess.run([*cli("index", *shared, "--into", str(index), "-q")], check=True)
+        with SearchIndex(index) as searcher:
+            # /, /a.html (with its variant), /b.html and one of the two copies.
+            assert searcher.documents() == 4
+            assert [h.url for h in searcher.search("onlyvariant")] == [farm.url("feed", "/a.html")]
+            assert [h.url for h in searcher.search("onlyb")] == [farm.url("feed", "/b.html")]
+            assert searcher.search("onlyhidden") == []

@@ -51,6 +51,7 @@ def open_frontier(
         buckets=buckets,
         wait_replicas=durability.wait_replicas,
         wait_timeout=durability.wait_timeout,
+        feed_entries=config.feed_stream_entries if config.feed else 0,
     )
     frontier.hold_seconds = 2 * config.lease_seconds  # outlives every fetch of a live worker
     return frontier

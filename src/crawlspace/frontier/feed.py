@@ -21,9 +21,10 @@ apply a replayed or reordered record without going back in time.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from crawlspace.feed_format import DELETE, FEED_SCHEMA, UPSERT, document_id
 from crawlspace.plans import ContentVerdict, FeedEntry
@@ -105,4 +106,4 @@ def _head(
 
 
 def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return orjson.dumps(value).decode()  # ~1 µs, in the crawl loop (the standard library: ~10)

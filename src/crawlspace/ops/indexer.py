@@ -1,5 +1,6 @@
 """`crawlspace index`: keep a search index (ops/search_index.py) current with one or more crawls'
-index feeds (ops/feed.py): the feed of `crawlspace crawl`'s directory, or of each worker's.
+index feeds (ops/feed.py): the feed of `crawlspace crawl`'s directory, or of each worker's, or
+a shared frontier's feed streams (store/redis/feed_stream.py) through a consumer group.
 
 Each pass reads every feed from where the index last committed, in batches of ``batch`` records,
 one transaction each. With ``follow`` it keeps polling until ``stop`` is set, then makes one last
@@ -23,7 +24,14 @@ from crawlspace.errors import ConfigError
 from crawlspace.ops.feed import feed_records, open_feed
 from crawlspace.ops.search_index import SearchIndex
 
-__all__ = ["IndexRun", "default_index_path", "following_index", "index_feeds", "stop_with_parent"]
+__all__ = [
+    "IndexRun",
+    "default_index_path",
+    "following_index",
+    "index_feeds",
+    "index_stream",
+    "stop_with_parent",
+]
 
 BATCH = 500
 POLL_SECONDS = 1.0
@@ -80,6 +88,42 @@ def index_feeds(
             for db in feeds.values():
                 db.close()
         run.documents = index.documents()
+    return run
+
+
+def index_stream(
+    url: str,
+    index_path: Path,
+    *,
+    namespace: str = "cs",
+    buckets: int | None = None,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+    batch: int = BATCH,
+    poll: float = POLL_SECONDS,
+) -> IndexRun:
+    """Apply a shared frontier's feed streams: each batch committed to the index, then
+    acknowledged to the consumer group (a batch given again after a crash changes nothing)."""
+    from crawlspace.store.redis.feed_stream import FeedStream
+    from crawlspace.store.redis.views import frontier_view
+
+    run = IndexRun()
+    stop = stop or threading.Event()
+    with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
+        stream = FeedStream(frontier)
+        per_bucket = max(10, batch // frontier.buckets)
+        with SearchIndex(index_path) as index:
+            while True:
+                last_pass = stop.is_set() or not follow
+                entries = stream.read(per_bucket)
+                if entries:
+                    run.records += index.apply(None, [e.record for e in entries])
+                    stream.ack(entries)
+                elif last_pass:
+                    break
+                else:
+                    stop.wait(poll)
+            run.documents = index.documents()
     return run
 
 

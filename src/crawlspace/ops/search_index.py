@@ -95,9 +95,10 @@ class SearchIndex:
         ).fetchone()
         return 1 if row is None else int(row[0])
 
-    def apply(self, source: str, records: Iterable[dict[str, Any]]) -> int:
+    def apply(self, source: str | None, records: Iterable[dict[str, Any]]) -> int:
         """Apply ``records`` (in feed order) and advance ``source``'s position past the last,
-        in one transaction; returns how many records were read."""
+        in one transaction; returns how many records were read. ``source`` None: the records
+        have no position here (a stream whose consumer group keeps it)."""
         count = 0
         last = None
         db = self.db
@@ -105,9 +106,9 @@ class SearchIndex:
         try:
             for record in records:
                 self._apply_one(record)
-                last = int(record["position"])
+                last = record.get("position")
                 count += 1
-            if last is not None:
+            if source is not None and last is not None:
                 db.execute(
                     "INSERT INTO consumed (source, position) VALUES (?, ?) ON CONFLICT (source)"
                     " DO UPDATE SET position = excluded.position",

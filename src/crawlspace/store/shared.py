@@ -178,12 +178,16 @@ class SharedStore(RecordsDelegate):
                     self.records.insert_fetch(db, lease, fetch, completion)
                     if verdict is not None:
                         sqlite_dedup.store_verdict(db, self._fetch_id(db, lease), fetch, verdict)
+                feed = None
                 if not requeue:
                     self.records.emit_event(db, lease, completion, now)
                     plan = completion.plan or NO_PLAN
-                    self.records.write_feed(db, lease, plan.feed_entry(verdict or _NOT_JUDGED))
+                    feed = plan.feed_entry(verdict or _NOT_JUDGED)
+                    self.records.write_feed(db, lease, feed)
                 duplicate = verdict is not None and verdict.duplicate
-                outcome = self.frontier.complete(lease, completion, now, duplicate=duplicate)
+                outcome = self.frontier.complete(
+                    lease, completion, now, duplicate=duplicate, feed=feed
+                )
                 if outcome is None:
                     raise _Stale
                 if completion.notes:  # a local copy, for stats and export of this worker

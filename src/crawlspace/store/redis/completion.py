@@ -1,12 +1,14 @@
 """A completion's plan as lua/complete.lua takes it: the per-day count (plans.py DayCount), the
-revisit plan (frontier/revisit.py), the duplicate verdict, the host notes and the sink of the
-page's new URLs on its host (the plan's LinkEffects). Decided above; written by the script."""
+revisit plan (frontier/revisit.py), the duplicate verdict, the index feed record, the host notes
+and the sink of the page's new URLs on its host (the plan's LinkEffects). Decided above; written
+by the script."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 
-from crawlspace.plans import DayCount, LinkEffects
+from crawlspace.plans import DayCount, FeedEntry, LinkEffects
 from crawlspace.records import Completion, Lease
 from crawlspace.store.redis.cash import PageCash
 from crawlspace.store.redis.codec import num, packable, url_key
@@ -26,10 +28,13 @@ def complete_args(
     notes: Mapping[str, str],
     effects: LinkEffects,
     same_host: Sequence[str],
+    feed: FeedEntry | None = None,
+    feed_maxlen: int = 0,
 ) -> list[object]:
     """ARGV 2 onward of lua/complete.lua: ``cash`` the page's AOPIC split, ``notes`` the host
-    notes to write with it, ``effects`` what its admitted links led to and ``same_host`` the
-    ids of the new URLs they queued on its host."""
+    notes to write with it, ``effects`` what its admitted links led to, ``same_host`` the
+    ids of the new URLs they queued on its host, ``feed`` its index feed record and
+    ``feed_maxlen`` the cap of its bucket's feed stream."""
     nxt = completion.next_allowed_at
     terminal = completion.state != "queued"
     day = (completion.plan.day if completion.plan is not None else None) if terminal else None
@@ -57,6 +62,8 @@ def complete_args(
             notes=notes,
             effects=effects,
             same_host=same_host,
+            feed=feed,
+            feed_maxlen=feed_maxlen,
         ),
     ]
 
@@ -70,6 +77,8 @@ def _plan_args(
     notes: Mapping[str, str],
     effects: LinkEffects,
     same_host: Sequence[str],
+    feed: FeedEntry | None,
+    feed_maxlen: int,
 ) -> list[object]:
     """ARGV 17 onward: what the completion's plan says (plans.py)."""
     return [
@@ -79,11 +88,21 @@ def _plan_args(
         *_revisit_args(completion),
         int(duplicate),
         *_cash_args(cash),
+        *_feed_args(feed, feed_maxlen),
         len(notes),
         *(field for pair in notes.items() for field in pair),
         effects.sink,
         *(same_host if effects.sink else ()),
     ]
+
+
+def _feed_args(feed: FeedEntry | None, maxlen: int) -> tuple[object, ...]:
+    """The feed record for the bucket's feed stream ('' for none), and the stream's cap. The
+    packed page part goes as base64: every reader of the frontier decodes replies as text."""
+    if feed is None or maxlen <= 0:
+        return "", "", "", "", ""
+    document = base64.b64encode(feed.document).decode("ascii") if feed.document else ""
+    return maxlen, feed.doc_id, feed.kind, feed.meta, document
 
 
 def _cash_args(cash: PageCash | None) -> tuple[object, object, object]:

@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 from crawlspace.bands import REVISIT_BAND
 from crawlspace.errors import StoreIOError
 from crawlspace.lifecycle import IllegalTransition
-from crawlspace.plans import NO_PLAN, CompletionPlan, Outcome
+from crawlspace.plans import NO_PLAN, CompletionPlan, FeedEntry, Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.redis import leasing
@@ -63,6 +63,7 @@ class RedisFrontier(ScriptRunner):
         buckets: int = DEFAULT_BUCKETS,
         epoch: int | None = None,
         events_maxlen: int = 1_000_000,
+        feed_entries: int = 100_000,
         retry_seconds: float = 30.0,
         wait_replicas: int = 0,
         wait_timeout: float = 0.2,
@@ -79,6 +80,9 @@ class RedisFrontier(ScriptRunner):
             front=self.limits.front,
         )
         self._events_maxlen = events_maxlen
+        # The index feed's streams keep about this many records, all buckets together (their
+        # cap is per bucket: Redis trims each stream on its own); 0: no feed stream.
+        self.feed_maxlen = max(1, feed_entries // buckets) if feed_entries > 0 else 0
         # A worker's page holds (crawl/budget.py) lapse this long after its last call, so a
         # dead worker's holds return to the crawl; the crawl sets it above its lease lifetime.
         self.hold_seconds = 300.0
@@ -126,9 +130,17 @@ class RedisFrontier(ScriptRunner):
         return leasing.grant(self, now, limit, lease_seconds)
 
     def complete(
-        self, lease: Lease, completion: Completion, now: float, *, duplicate: bool = False
+        self,
+        lease: Lease,
+        completion: Completion,
+        now: float,
+        *,
+        duplicate: bool = False,
+        feed: FeedEntry | None = None,
     ) -> Outcome | None:
-        """``duplicate``: the page's content verdict (store/shared.py judges it first)."""
+        """``duplicate``: the page's content verdict (store/shared.py judges it first);
+        ``feed``: the index feed record the plan made with it, added to the bucket's feed
+        stream by the completion's own write."""
         if lease.kind is not LeaseKind.PAGE:
             return None
         plan = completion.plan or NO_PLAN
@@ -159,6 +171,8 @@ class RedisFrontier(ScriptRunner):
             notes=notes,
             effects=effects,
             same_host=links.ids,
+            feed=feed,
+            feed_maxlen=self.feed_maxlen,
         )
         retried: list[bool] = []
         reply = self._run_indexed("complete", self.bucket(lease.host_key), *args, retried=retried)

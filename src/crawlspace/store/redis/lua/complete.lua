@@ -12,8 +12,10 @@
 -- from the page ('' unless AOPIC; store/redis/cash.py), the Lambda total it was paid at and the
 -- priority of no cash (plans.py CashRule price: the page keeps nothing, unless a share reached
 -- it while leased, which the client prices, reprice.lua),
--- then the number of host notes to write with the completion (crawl/host_rules.py, and what the
--- plan's after_links returned: plans.py) and their names and texts, then the points the ids
+-- then the page's index feed record (the plan's feed_entry; frontier/feed.py): the feed stream's
+-- length cap ('' for no record), the document id, kind, meta JSON and packed page part ('' for
+-- none), then the number of host notes to write with the completion (crawl/host_rules.py, and
+-- what the plan's after_links returned: plans.py) and their names and texts, then the points the ids
 -- after it (this page's new URLs on its host) sink in their queue while still queued (0: none;
 -- the plan's LinkEffects.sink). A planned URL joins the bucket's due set, from which
 -- promote.lua queues it again.
@@ -39,13 +41,13 @@ local due = state ~= 'queued' and ARGV[21] ~= ''
 local before = marks(due)
 -- What the visit learned about its host: written only by the current lease, before its token
 -- goes back, so the host's next lease reads it.
-local notes = tonumber(ARGV[28])
+local notes = tonumber(ARGV[33])
 if notes > 0 then
   local fields = {}
-  for i = 29, 28 + 2 * notes do fields[#fields + 1] = ARGV[i] end
+  for i = 34, 33 + 2 * notes do fields[#fields + 1] = ARGV[i] end
   redis.call('HSET', P .. 'n:' .. host, unpack(fields))
 end
-local w = 29 + 2 * notes  -- where the sink and its URL ids begin
+local w = 34 + 2 * notes  -- where the sink and its URL ids begin
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
 r.state, r.reason, r.lease, r.epoch, r.at = state, ARGV[7], '~' .. lid, nil, ARGV[14]
 if ARGV[9] ~= '' then r.etag = ARGV[9] end
@@ -121,5 +123,13 @@ if state ~= 'queued' then
   end
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', ARGV[13], '*', 'id', id, 'version', version,
     'state', state, 'reason', ARGV[7], 'lease', lid, 'epoch', epoch)
+  if ARGV[28] ~= '' then
+    -- The index feed's record, with the completion that makes it: one per (URL, version).
+    local fields = {'id', ARGV[29], 'kind', ARGV[30], 'meta', ARGV[31]}
+    if ARGV[32] ~= '' then
+      fields[7], fields[8] = 'document', ARGV[32]
+    end
+    redis.call('XADD', P .. 'feed', 'MAXLEN', '~', ARGV[28], '*', unpack(fields))
+  end
 end
 return {index_update(before, due), {1, spent, kept}}
