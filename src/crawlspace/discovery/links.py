@@ -100,18 +100,18 @@ def prenormalize(
         found[safe] = (
             (1, nofollow) if previous is None else (previous[0] + 1, previous[1] and nofollow)
         )
-        if labels is not None:
-            assert anchors is not None
-            texts = labels.setdefault(safe, [])
-            label = anchors[index]
-            if label and len(texts) < MAX_ANCHORS_PER_URL and label not in texts:
+        if labels is not None and (label := anchors[index]):  # type: ignore[index]
+            texts = labels.get(safe)
+            if texts is None:
+                labels[safe] = [label]
+            elif len(texts) < MAX_ANCHORS_PER_URL and label not in texts:
                 texts.append(label)
     return PreLinks(
         [(url, n, nofollow) for url, (n, nofollow) in found.items()],
         total,
         len(raw_seen),
         dict(invalid),
-        None if labels is None else [labels[url] for url in found],
+        None if labels is None else [labels.get(url, []) for url in found],
     )
 
 

@@ -59,7 +59,15 @@ class FeedStream:
                 raise answer
 
     def read(self, count: int) -> list[FeedEntryRead]:
-        """The next entries, at most ``count`` from each bucket, unacknowledged ones first."""
+        """The next entries, at most ``count`` from each bucket, unacknowledged ones first
+        (empty: nothing new)."""
+        checking = bool(self._pending)
+        found = self._read(count)
+        if not found and checking:  # no backlog left: what is new, then
+            found = self._read(count)
+        return found
+
+    def _read(self, count: int) -> list[FeedEntryRead]:
         buckets = list(range(self.frontier.buckets))
 
         def fetch() -> list[Any]:
@@ -70,15 +78,17 @@ class FeedStream:
             return list(pipe.execute())
 
         found: list[FeedEntryRead] = []
+        trimmed: list[FeedEntryRead] = []
         for bucket, answer in zip(buckets, self.frontier.retrying(fetch), strict=True):
             entries = answer[0][1] if answer else []
             if bucket in self._pending and len(entries) < count:
                 self._pending.discard(bucket)  # its backlog is all in hand now
-            found.extend(
-                FeedEntryRead(bucket, entry_id, _record(fields))
-                for entry_id, fields in entries
-                if fields  # an entry trimmed while pending comes back without its fields
-            )
+            for entry_id, fields in entries:
+                if fields:
+                    found.append(FeedEntryRead(bucket, entry_id, _record(fields)))
+                else:  # trimmed while pending: gone, acknowledged so it is not handed out again
+                    trimmed.append(FeedEntryRead(bucket, entry_id, {}))
+        self.ack(trimmed)
         return found
 
     def ack(self, entries: Sequence[FeedEntryRead]) -> None:
