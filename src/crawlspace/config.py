@@ -108,6 +108,10 @@ class CrawlConfig:
     # and the collection it belongs to (None: the crawl directory's name).
     warc_operator: str | None = None
     warc_is_part_of: str | None = None
+    # A payload archived again within this many distinct payloads is written as a revisit record
+    # of the earlier capture (archive/captures.py; ~350 bytes of memory each; 0: every payload in
+    # full).
+    warc_revisit_window: int = 20_000
     # The index feed (docs/feed.md): a record per page version that an index should add or
     # delete, with up to feed_text_chars characters of each page's text.
     feed: bool = True

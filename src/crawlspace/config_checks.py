@@ -110,10 +110,11 @@ def _check_limits(config: Any) -> None:
         raise ConfigError(f"event_loop must be asyncio or uvloop, not {config.event_loop!r}")
     if config.parse_cpu_seconds < 0:
         raise ConfigError(f"parse_cpu_seconds must be >= 0 (got {config.parse_cpu_seconds})")
-    if config.feed_text_chars < 0 or config.feed_stream_entries < 0:
+    if min(config.feed_text_chars, config.feed_stream_entries, config.warc_revisit_window) < 0:
         raise ConfigError(
-            "feed_text_chars and feed_stream_entries must be >= 0"
-            f" (got {config.feed_text_chars} and {config.feed_stream_entries})"
+            "feed_text_chars, feed_stream_entries and warc_revisit_window must be >= 0 (got"
+            f" {config.feed_text_chars}, {config.feed_stream_entries},"
+            f" {config.warc_revisit_window})"
         )
     if not 1 <= config.warc_gzip_level <= 9:
         raise ConfigError("warc_gzip_level must be 1..9")

@@ -110,6 +110,8 @@ HELP: Final = {
     " Doe, crawl@example.org')",
     "warc_is_part_of": "the collection the WARC files belong to (warcinfo isPartOf; none: the"
     " crawl directory's name)",
+    "warc_revisit_window": "a payload archived again within this many distinct payloads is"
+    " written as a WARC revisit record of the earlier capture (0: always in full)",
     "feed": "write the index feed (crawlspace feed DIR): a record per page version an index"
     " should add or delete",
     "feed_text_chars": "characters of a page's text its feed record keeps",

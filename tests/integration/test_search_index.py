@@ -1,8 +1,9 @@
 """The search index kept from the feed (ops/search_index.py, ops/indexer.py): records applied by
 version whatever their order or how often they come; an indexer killed with SIGKILL mid-way
 resumes at what it committed and ends with every document once; a crawl finds a page by a word
-only it has, and after the page answers 410 on a revisit, no longer; `crawl --index` keeps the
-index current while it crawls.
+only it has, and after the page answers 410 or says noindex on a revisit, no longer, on both
+engines (the workers' through the frontier's feed streams); `crawl --index` keeps the index
+current while it crawls.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.feed_codec import pack
 from crawlspace.feed_format import document_id
 from crawlspace.ops.search_index import SearchIndex, match_query
 from crawlspace.store.sqlite.records import CrawlRecords
 from tests.integration.test_index_feed import words
-from tests.workers import cli
+from tests.redis_servers import RedisDeployment
+from tests.workers import cli, crawl_with_workers
 
 SETTINGS = """
 [crawl]
@@ -146,30 +150,35 @@ def test_an_indexer_killed_mid_way_resumes_and_loses_nothing(tmp_path: Path) -> 
         index.db.execute("INSERT INTO pages(pages) VALUES('integrity-check')")
 
 
-class TurnsGone:
-    """/turns.html: a page of its own words on the first request, 410 Gone on every later one
-    (a revisit)."""
+class Turning:
+    """/goes.html and /hides.html: pages of their own words on the first request; on every
+    later one (a revisit), /goes.html answers 410 Gone and /hides.html says noindex."""
 
     def __init__(self) -> None:
-        self.served = 0
+        self.served: dict[str, int] = {"/goes.html": 0, "/hides.html": 0}
         self._lock = threading.Lock()
 
     def __call__(self, path_qs: str) -> Response | None:
-        if path_qs != "/turns.html":
+        if path_qs not in self.served:
             return None
         with self._lock:
-            self.served += 1
-            if self.served > 1:
-                return html("<html><body>gone</body></html>", 410)
-        return html(f"<html><body><p>{words('/turns.html')}</p></body></html>")
+            self.served[path_qs] += 1
+            first = self.served[path_qs] == 1
+        if first:
+            return html(f"<html><body><p>{words(path_qs)}</p></body></html>")
+        if path_qs == "/goes.html":
+            return html("<html><body>gone</body></html>", 410)
+        head = '<meta name="robots" content="noindex">'
+        return html(f"<html><head>{head}</head><body><p>{words(path_qs)}</p></body></html>")
 
 
-def site(turns: TurnsGone) -> Site:
+def site(turning: Turning) -> Site:
+    links = '<a href="/goes.html">g</a><a href="/hides.html">h</a>'
     routes = {
-        "/": html(f'<html><body><p>{words("/")}</p><a href="/turns.html">t</a></body></html>'),
+        "/": html(f"<html><body><p>{words('/')}</p>{links}</body></html>"),
         "/robots.txt": html("", 404),
     }
-    return Site("s", routes, turns)
+    return Site("s", routes, turning)
 
 
 def search(out: Path, query: str) -> list[str]:
@@ -184,20 +193,64 @@ def search(out: Path, query: str) -> list[str]:
     return [json.loads(line)["url"] for line in done.stdout.splitlines()]
 
 
+def feed_of(*outs: Path) -> list[dict[str, Any]]:
+    records = []
+    for out in outs:
+        done = subprocess.run(
+            [*cli("feed", str(out))], check=True, capture_output=True, text=True, timeout=60
+        )
+        records += [json.loads(line) for line in done.stdout.splitlines()]
+    return sorted(records, key=lambda r: r["version"])
+
+
+def check_turns(records: list[dict[str, Any]], farm: WebFarm) -> None:
+    """Each turning page: an upsert at its first visit, then the delete its revisit called for,
+    under one id with a greater version."""
+    for path, reason in (("/goes.html", "gone"), ("/hides.html", "noindex")):
+        url = farm.url("s", path)
+        mine = [r for r in records if r["url"] == url]
+        assert [(r["kind"], r["url_version"]) for r in mine[:2]] == [("upsert", 1), ("delete", 2)]
+        assert mine[1]["reason"] == reason
+        assert mine[0]["id"] == mine[1]["id"] == document_id(url)
+        assert mine[0]["version"] < mine[1]["version"]
+        assert {r["kind"] for r in mine[1:]} == {"delete"}  # every revisit after says so too
+
+
 def test_a_page_is_found_by_its_word_until_it_is_gone(tmp_path: Path) -> None:
     config = tmp_path / "crawl.toml"
     config.write_text(SETTINGS)
     out = tmp_path / "out"
-    turns = TurnsGone()
-    with WebFarm({"s": site(turns)}) as farm:
+    turning = Turning()
+    with WebFarm({"s": site(turning)}) as farm:
         seed = farm.url("s", "/")
         crawl = [*cli("crawl"), "--out", str(out), "--config", str(config), "-q"]
         subprocess.run([*crawl, seed], check=True, timeout=60, stdout=subprocess.DEVNULL)
         subprocess.run([*cli("index", str(out), "-q")], check=True, timeout=60)
-        assert search(out, "onlyturns") == [farm.url("s", "/turns.html")]
-        # The revisit finds it gone: `crawl --index` has the index say so when it ends.
+        assert search(out, "onlygoes") == [farm.url("s", "/goes.html")]
+        assert search(out, "onlyhides") == [farm.url("s", "/hides.html")]
+        # The revisits find one gone, one noindex: `crawl --index` has the index say so.
         again = [*crawl, "--continuous", "--duration", "3", "--index"]
         subprocess.run(again, check=True, timeout=60, stdout=subprocess.DEVNULL)
-        assert turns.served >= 2
-    assert search(out, "onlyturns") == []
+        assert min(turning.served.values()) >= 2
+        check_turns(feed_of(out), farm)
+    assert search(out, "onlygoes") == []
+    assert search(out, "onlyhides") == []
     assert search(out, "only") == [farm.url("s", "/")]
+
+
+@pytest.mark.slow
+def test_workers_deletes_reach_the_stream_index(tmp_path: Path, cluster: RedisDeployment) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(SETTINGS + "continuous = true\nduration = 4.0\n")
+    outs = [tmp_path / f"w{i}" for i in range(2)]
+    index = tmp_path / "index.db"
+    turning = Turning()
+    with WebFarm({"s": site(turning)}) as farm:
+        crawl_with_workers(cluster.url, "turns", 8, config, seeds=[farm.url("s", "/")], outs=outs)
+        assert min(turning.served.values()) >= 2
+        check_turns(feed_of(*outs), farm)
+    shared = ["--frontier", cluster.url, "--namespace", "turns"]
+    subprocess.run([*cli("index", *shared, "--into", str(index), "-q")], check=True, timeout=60)
+    assert search(index, "onlygoes") == []
+    assert search(index, "onlyhides") == []
+    assert search(index, "only") == [farm.url("s", "/")]

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable
 
-from crawlspace.archive.records import Exchange, ExchangeRecords
+from crawlspace.archive.captures import Capture, Captures
+from crawlspace.archive.records import Exchange, ExchangeRecords, Revisit
 from crawlspace.archive.warc import WarcLocation, WarcWriter
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
@@ -53,6 +55,8 @@ class VisitParts:
         self.config = config
         self.transport = transport
         self.warc = warc
+        # Payloads archived lately: a repeat is written as a revisit record (captures.py).
+        self.captures = Captures(config.warc_revisit_window)
         self.discovery = discovery
         self.processors = processors
         self.politeness = PolitenessPolicy(
@@ -83,7 +87,20 @@ class VisitParts:
         here on the crawl loop only: the writer is one ordered stream."""
         if records is None:
             records = await self.pools.archive(self.warc.builder.exchange, exchange_of(response))
-        return self.warc.append(records)
+        size = -1 if response.truncated else len(response.raw_body)  # a cut body: in full
+        earlier = self.captures.earlier(records.payload_digest, size)
+        if earlier is None:
+            location = self.warc.append(records)
+            capture = Capture(response.url, response.started_at, location)
+            self.captures.remember(records.payload_digest, size, capture)
+            return location
+        # The same payload again (archive/captures.py): a revisit record that names the
+        # capture holding it. The fetch row points at the revisit (a record of its own URL),
+        # with the payload's hashes (the same bytes).
+        revisit = self.warc.append(self.warc.builder.revisit(revisit_of(response, earlier)))
+        return dataclasses.replace(
+            revisit, payload_sha256=records.payload_sha256, payload_digest=records.payload_digest
+        )
 
     async def fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
         """One request, holding its server address's token while it runs (AddressBusyError
@@ -106,6 +123,24 @@ class VisitParts:
         ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
         if self.outlasts(lease):
             raise LeaseTooShortError(lease.url)
+
+
+def revisit_of(response: FetchResponse, earlier: Capture) -> Revisit:
+    """A response whose payload ``earlier`` holds, as an identical-payload-digest revisit."""
+    assert earlier.location.payload_digest is not None
+    return Revisit(
+        url=response.url,
+        request_headers=response.request_headers,
+        status=response.status,
+        reason=response.reason,
+        response_headers=response.headers,
+        payload_digest=earlier.location.payload_digest,
+        refers_to_url=earlier.url,
+        refers_to_date=earlier.fetched_at,
+        fetched_at=response.started_at,
+        http_version=response.http_version,
+        ip_address=response.peer_address,
+    )
 
 
 def exchange_of(response: FetchResponse) -> Exchange:
