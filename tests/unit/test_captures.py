@@ -1,45 +1,74 @@
-"""The payloads a crawl remembers to write repeats as revisit records (archive/captures.py)."""
+"""The payloads a crawl remembers to write repeats as revisit records (archive/captures.py), and
+the check that a revisit is written only for the very payload (archive/records.py)."""
 
 from __future__ import annotations
 
+import gzip
+
 from crawlspace.archive.captures import MIN_PAYLOAD_BYTES, Capture, Captures
+from crawlspace.archive.records import EarlierCapture, Exchange, RecordBuilder, payload_digest
 from crawlspace.archive.warc import WarcLocation
 
-BIG = MIN_PAYLOAD_BYTES
+
+def body(n: int) -> bytes:
+    return f"page {n} ".encode() * (MIN_PAYLOAD_BYTES // 6)
 
 
 def capture(n: int) -> Capture:
-    return Capture(f"http://h/{n}", 1000.0 + n, WarcLocation("f.warc.gz", n * 100, 90, "s"))
+    location = WarcLocation("f.warc.gz", n * 100, 90, "s", payload_digest(body(n)))
+    return Capture(f"http://h/{n}", 1000.0 + n, location)
 
 
 def test_a_repeat_finds_its_first_capture() -> None:
     captures = Captures(10)
-    assert captures.earlier("sha1:A", BIG) is None
-    captures.remember("sha1:A", BIG, capture(1))
-    assert captures.earlier("sha1:A", BIG) == capture(1)
-    assert captures.earlier("sha1:B", BIG) is None
+    first = captures.lookup(body(1))
+    assert first.earlier is None
+    captures.remember(first, capture(1))
+    again = captures.lookup(body(1))
+    assert again.earlier == capture(1)
+    assert again.earlier_capture() == EarlierCapture(payload_digest(body(1)), "http://h/1", 1001.0)
+    assert captures.lookup(body(2)).earlier is None
 
 
-def test_small_unknown_or_cut_payloads_are_always_written_in_full() -> None:
+def test_small_or_cut_payloads_are_always_written_in_full() -> None:
     captures = Captures(10)
-    for digest, size in (("sha1:S", BIG - 1), (None, BIG), ("sha1:T", -1)):
-        captures.remember(digest, size, capture(1))
-        assert captures.earlier(digest, size) is None
-        assert captures.earlier(digest, BIG) is None
+    for payload, cut in ((b"x" * (MIN_PAYLOAD_BYTES - 1), False), (body(1), True)):
+        lookup = captures.lookup(payload, cut=cut)
+        assert lookup.key is None
+        captures.remember(lookup, capture(1))
+        assert captures.lookup(payload, cut=cut).earlier is None
+    assert captures.lookup(body(1)).earlier is None
 
 
 def test_the_least_recently_used_is_forgotten_first() -> None:
     captures = Captures(2)
-    captures.remember("sha1:1", BIG, capture(1))
-    captures.remember("sha1:2", BIG, capture(2))
-    assert captures.earlier("sha1:1", BIG) is not None  # used: now the most recent
-    captures.remember("sha1:3", BIG, capture(3))
-    assert captures.earlier("sha1:2", BIG) is None
-    assert captures.earlier("sha1:1", BIG) == capture(1)
-    assert captures.earlier("sha1:3", BIG) == capture(3)
+    for n in (1, 2):
+        captures.remember(captures.lookup(body(n)), capture(n))
+    assert captures.lookup(body(1)).earlier is not None  # used: now the most recent
+    captures.remember(captures.lookup(body(3)), capture(3))
+    assert captures.lookup(body(2)).earlier is None
+    assert captures.lookup(body(1)).earlier == capture(1)
+    assert captures.lookup(body(3)).earlier == capture(3)
 
 
 def test_a_window_of_zero_remembers_nothing() -> None:
     captures = Captures(0)
-    captures.remember("sha1:A", BIG, capture(1))
-    assert captures.earlier("sha1:A", BIG) is None
+    captures.remember(captures.lookup(body(1)), capture(1))
+    assert captures.lookup(body(1)).earlier is None
+
+
+def exchange(payload: bytes) -> Exchange:
+    return Exchange("http://h/x", [], 200, "OK", [("Content-Type", "text/html")], payload, 5.0)
+
+
+def test_a_revisit_is_written_only_for_the_same_payload() -> None:
+    builder = RecordBuilder()
+    earlier = EarlierCapture(payload_digest(body(1)), "http://h/1", 1001.0)
+    same = builder.capture(exchange(body(1)), earlier)
+    assert same.revisit
+    assert b"WARC-Type: revisit" in gzip.decompress(same.response_member)
+    # A payload the lookup's fast hash took for another (a collision) is written in full.
+    other = builder.capture(exchange(body(2)), earlier)
+    assert not other.revisit
+    assert other.payload_digest == payload_digest(body(2))
+    assert not builder.capture(exchange(body(1)), None).revisit

@@ -7,6 +7,8 @@ crawl loop only appends the bytes (warc.py). Everything here is pure and picklab
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import hashlib
 import uuid
 import zlib
@@ -57,6 +59,17 @@ class ExchangeRecords:
     response_member: bytes
     payload_sha256: str | None  # hex sha256 of the payload as stored (still content-encoded)
     payload_digest: str | None  # the response's WARC-Payload-Digest, for later revisits
+    revisit: bool = False  # the second record is a revisit of an earlier capture
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierCapture:
+    """A capture whose payload a response may repeat (archive/captures.py): what its revisit
+    record names."""
+
+    payload_digest: str  # its WARC-Payload-Digest
+    url: str
+    fetched_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +127,32 @@ class RecordBuilder:
             exchange.method, exchange.url, exchange.http_version, exchange.request_headers
         )
         return self._pair(response, request, hashlib.sha256(payload).hexdigest())
+
+    def capture(self, exchange: Exchange, earlier: EarlierCapture | None) -> ExchangeRecords:
+        """The exchange's records: a revisit of ``earlier`` if its payload is that capture's
+        (by WARC-Payload-Digest, computed here: the crawl looked it up by a fast hash that a
+        hostile page could collide), else the full response."""
+        if earlier is None or exchange.truncated is not None:
+            return self.exchange(exchange)
+        if payload_digest(exchange.payload) != earlier.payload_digest:
+            return self.exchange(exchange)
+        records = self.revisit(
+            Revisit(
+                url=exchange.url,
+                request_headers=exchange.request_headers,
+                status=exchange.status,
+                reason=exchange.reason,
+                response_headers=exchange.response_headers,
+                payload_digest=earlier.payload_digest,
+                refers_to_url=earlier.url,
+                refers_to_date=earlier.fetched_at,
+                fetched_at=exchange.fetched_at,
+                method=exchange.method,
+                http_version=exchange.http_version,
+                ip_address=exchange.ip_address,
+            )
+        )
+        return dataclasses.replace(records, revisit=True)
 
     def revisit(self, revisit: Revisit) -> ExchangeRecords:
         record = self._records.create_revisit_record(
@@ -224,6 +263,11 @@ class _RecordWriter(WARCWriter):  # type: ignore[misc]  # warcio ships no type h
         out = BytesIO()
         self._write_warc_record(out, record)
         return out.getvalue()
+
+
+def payload_digest(payload: bytes) -> str:
+    """A payload's WARC-Payload-Digest as warcio writes it: SHA-1, base32."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(payload).digest()).decode("ascii")
 
 
 def warc_date(timestamp: float) -> str:

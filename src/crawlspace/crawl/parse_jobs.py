@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from crawlspace.archive.records import Exchange, ExchangeRecords, RecordBuilder
+from crawlspace.archive.records import EarlierCapture, Exchange, ExchangeRecords, RecordBuilder
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
 from crawlspace.errors import ParseBudgetError
 from crawlspace.feed_codec import pack
@@ -71,14 +71,15 @@ def parse_and_admit(
     parent_depth: int,
     header_nofollow: bool,
     admit: bool = True,
-    archive: tuple[RecordBuilder, Exchange] | None = None,
+    archive: tuple[RecordBuilder, Exchange, EarlierCapture | None] | None = None,
     document_chars: int | None = None,
 ) -> ParsedPage:
     """Run ``processor`` and normalize its links; where a Discovery is installed (a parse
     worker) and ``admit`` is set, admit them as the crawl loop would. Given an ``archive``,
-    build the exchange's WARC records too, where the body already is; given
-    ``document_chars``, the page's feed document with that much of its text."""
-    records = archive[0].exchange(archive[1]) if archive is not None else None
+    build the exchange's WARC records too, where the body already is (a revisit of the capture
+    named, if its payload is that one's); given ``document_chars``, the page's feed document
+    with that much of its text."""
+    records = archive[0].capture(archive[1], archive[2]) if archive is not None else None
     content = processor(body, url=url, content_type=content_type, product_token=product_token)
     if len(body) >= TRIM_AFTER_BYTES:
         release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from crawlspace.archive.records import Exchange, RecordBuilder
+from crawlspace.archive.records import EarlierCapture, Exchange, RecordBuilder
 from crawlspace.crawl.parse_jobs import ParsedPage, parse_and_admit
 from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
 from crawlspace.discovery.links import Discovery
@@ -101,7 +101,7 @@ class StagePools:
         product_token: str,
         parent_depth: int,
         header_nofollow: bool,
-        archive: tuple[RecordBuilder, Exchange] | None = None,
+        archive: tuple[RecordBuilder, Exchange, EarlierCapture | None] | None = None,
         document_chars: int | None = None,
     ) -> ParsedPage:
         """``processor`` and the first half of link admission on a worker process where the

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from crawlspace.archive.captures import Lookup
 from crawlspace.archive.records import ExchangeRecords
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
@@ -93,15 +94,16 @@ class Visitor:
             return self._schedule_host(completion, host, ended, ended - started, crawl_delay)
         host = self._host_wait(lease, response)
         crash_point("after_response")
+        lookup = self._parts.lookup(response)  # archived lately? (archive/captures.py)
         try:
             completion, content, records = await self._page_outcome(
-                lease, response, throttled_since
+                lease, response, throttled_since, lookup
             )
         except Exception:
-            await self._parts.archive(response)  # archived whatever its parse did
+            await self._parts.archive(response, lookup=lookup)  # whatever its parse did
             raise
         # A parsed page's records were built where it was parsed; appended before its commit.
-        location = await self._parts.archive(response, records)
+        location = await self._parts.archive(response, records, lookup)
         crash_point("after_warc")
         note = throttle_note(throttled_since, is_throttled(response), response.ended_at)
         if note is not None:
@@ -146,7 +148,11 @@ class Visitor:
         )
 
     async def _page_outcome(
-        self, lease: Lease, response: FetchResponse, throttled_since: float | None
+        self,
+        lease: Lease,
+        response: FetchResponse,
+        throttled_since: float | None,
+        lookup: Lookup,
     ) -> tuple[Completion, ProcessedContent | None, ExchangeRecords | None]:
         """How the visit ended, the page's content if it was parsed, and the exchange's WARC
         records if they were built with it."""
@@ -175,7 +181,7 @@ class Visitor:
             return completion, None, None
         if is_sitemap_response(lease.source, response.header("content-type")):
             return await self._sitemap_links(lease, response, completion), None, None
-        return await self._page_links(lease, response, completion)
+        return await self._page_links(lease, response, completion, lookup)
 
     async def _sitemap_links(
         self, lease: Lease, response: FetchResponse, completion: Completion
@@ -201,7 +207,7 @@ class Visitor:
         )
 
     async def _page_links(
-        self, lease: Lease, response: FetchResponse, completion: Completion
+        self, lease: Lease, response: FetchResponse, completion: Completion, lookup: Lookup
     ) -> tuple[Completion, ProcessedContent | None, ExchangeRecords | None]:
         """Parse the page with its MIME type's processor (in a parse worker when there are
         some, which builds its WARC records too) and admit its links."""
@@ -220,7 +226,11 @@ class Visitor:
                 product_token=self._parts.config.product_token,
                 parent_depth=lease.depth,
                 header_nofollow=header_directives.nofollow,
-                archive=(self._parts.warc.builder, exchange_of(response)),
+                archive=(
+                    self._parts.warc.builder,
+                    exchange_of(response),
+                    lookup.earlier_capture(),
+                ),
                 document_chars=self._parts.config.feed_text_chars
                 if self._parts.config.feed
                 else None,

@@ -9,8 +9,8 @@ import random
 import time
 from collections.abc import Callable
 
-from crawlspace.archive.captures import Capture, Captures
-from crawlspace.archive.records import Exchange, ExchangeRecords, Revisit
+from crawlspace.archive.captures import Capture, Captures, Lookup
+from crawlspace.archive.records import Exchange, ExchangeRecords
 from crawlspace.archive.warc import WarcLocation, WarcWriter
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
@@ -79,28 +79,38 @@ class VisitParts:
             config.robots_min_cache_seconds,
         )
 
+    def lookup(self, response: FetchResponse) -> Lookup:
+        """The response's payload among the crawl's recent captures (archive/captures.py)."""
+        return self.captures.lookup(response.raw_body, cut=response.truncated)
+
     async def archive(
-        self, response: FetchResponse, records: ExchangeRecords | None = None
+        self,
+        response: FetchResponse,
+        records: ExchangeRecords | None = None,
+        lookup: Lookup | None = None,
     ) -> WarcLocation:
         """Append the exchange's records (built where its page was parsed, or now on the WARC
-        thread) and return the response's location once they reached the OS. Appends happen
-        here on the crawl loop only: the writer is one ordered stream."""
+        thread; a revisit when its payload was archived lately) and return the record's
+        location once they reached the OS. Appends happen here on the crawl loop only: the
+        writer is one ordered stream."""
+        if lookup is None:
+            lookup = self.lookup(response)
         if records is None:
-            records = await self.pools.archive(self.warc.builder.exchange, exchange_of(response))
-        size = -1 if response.truncated else len(response.raw_body)  # a cut body: in full
-        earlier = self.captures.earlier(records.payload_digest, size)
-        if earlier is None:
-            location = self.warc.append(records)
-            capture = Capture(response.url, response.started_at, location)
-            self.captures.remember(records.payload_digest, size, capture)
-            return location
-        # The same payload again (archive/captures.py): a revisit record that names the
-        # capture holding it. The fetch row points at the revisit (a record of its own URL),
-        # with the payload's hashes (the same bytes).
-        revisit = self.warc.append(self.warc.builder.revisit(revisit_of(response, earlier)))
-        return dataclasses.replace(
-            revisit, payload_sha256=records.payload_sha256, payload_digest=records.payload_digest
-        )
+            build = self.warc.builder.capture
+            exchange = exchange_of(response)
+            records = await self.pools.archive(build, exchange, lookup.earlier_capture())
+        location = self.warc.append(records)
+        if records.revisit and lookup.earlier is not None:
+            # The fetch row points at the revisit (a record of its own URL), with the hashes
+            # of the payload it repeats (the same bytes).
+            earlier = lookup.earlier.location
+            return dataclasses.replace(
+                location,
+                payload_sha256=earlier.payload_sha256,
+                payload_digest=earlier.payload_digest,
+            )
+        self.captures.remember(lookup, Capture(response.url, response.started_at, location))
+        return location
 
     async def fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
         """One request, holding its server address's token while it runs (AddressBusyError
@@ -123,24 +133,6 @@ class VisitParts:
         ``expires_at - total_timeout``, its request could overlap the next lease holder's."""
         if self.outlasts(lease):
             raise LeaseTooShortError(lease.url)
-
-
-def revisit_of(response: FetchResponse, earlier: Capture) -> Revisit:
-    """A response whose payload ``earlier`` holds, as an identical-payload-digest revisit."""
-    assert earlier.location.payload_digest is not None
-    return Revisit(
-        url=response.url,
-        request_headers=response.request_headers,
-        status=response.status,
-        reason=response.reason,
-        response_headers=response.headers,
-        payload_digest=earlier.location.payload_digest,
-        refers_to_url=earlier.url,
-        refers_to_date=earlier.fetched_at,
-        fetched_at=response.started_at,
-        http_version=response.http_version,
-        ip_address=response.peer_address,
-    )
 
 
 def exchange_of(response: FetchResponse) -> Exchange:
