@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
@@ -36,3 +39,14 @@ def crawl_with_workers(
     ]
     for worker in workers:
         assert worker.wait(timeout=timeout) == 0
+
+
+def kill_9_once(command: Sequence[str], ready: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Start ``command``, wait until ``ready()`` says it is mid-way (at most ``timeout``
+    seconds), then kill it with SIGKILL and reap it."""
+    process = subprocess.Popen(list(command))
+    deadline = time.monotonic() + timeout
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from crawlspace.ops.search_index import SearchIndex
 from crawlspace.store.redis.feed_stream import GROUP
 from crawlspace.store.redis.frontier import connect
 from tests.redis_servers import RedisDeployment
-from tests.workers import cli
+from tests.workers import cli, kill_9_once
 
 BUCKETS = 16
 
@@ -57,12 +54,7 @@ def test_a_stream_indexer_killed_mid_way_loses_and_doubles_nothing(
     pipe.execute()
     index = tmp_path / "index.db"
     args = [*cli("index", *shared, "--into", str(index), "--batch", "40", "-q")]
-    indexer = subprocess.Popen(args)
-    deadline = time.monotonic() + 60
-    while committed_documents(index) < 300 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    os.kill(indexer.pid, signal.SIGKILL)
-    indexer.wait(timeout=10)
+    kill_9_once(args, lambda: committed_documents(index) >= 300)
     assert 300 <= committed_documents(index) < total
     subprocess.run(args, check=True, timeout=120)
     with SearchIndex(index) as searcher:

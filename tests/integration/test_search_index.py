@@ -9,12 +9,9 @@ current while it crawls.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +22,18 @@ from crawlspace.feed_codec import pack
 from crawlspace.feed_format import document_id
 from crawlspace.ops.search_index import SearchIndex, match_query
 from crawlspace.store.sqlite.records import CrawlRecords
+from tests.integration.test_index_feed import SETTINGS as LOOPBACK_SETTINGS
 from tests.integration.test_index_feed import words
 from tests.redis_servers import RedisDeployment
-from tests.workers import cli, crawl_with_workers
+from tests.workers import cli, crawl_with_workers, kill_9_once
 
-SETTINGS = """
-[crawl]
-allow_nets = ["127.0.0.0/8"]
-scope = "host"
-min_delay = 0.0
-delay_factor = 0.0
-concurrency = 4
-total_timeout = 2.0
-revisit_min_interval = 0.5
+SETTINGS = (
+    LOOPBACK_SETTINGS
+    + """revisit_min_interval = 0.5
 revisit_initial_interval = 0.5
 revisit_max_interval = 1.0
 """
+)
 
 
 def upsert(position: int, url: str, version: int, text: str) -> dict[str, Any]:
@@ -131,12 +124,7 @@ def test_an_indexer_killed_mid_way_resumes_and_loses_nothing(tmp_path: Path) -> 
     synthetic_crawl(crawl, total)
     index_path = crawl / "index.db"
     args = [*cli("index", str(crawl), "--batch", "50", "-q")]
-    indexer = subprocess.Popen(args)
-    deadline = time.monotonic() + 60
-    while committed_position(index_path) < 200 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    os.kill(indexer.pid, signal.SIGKILL)
-    indexer.wait(timeout=10)
+    kill_9_once(args, lambda: committed_position(index_path) >= 200)
     killed_at = committed_position(index_path)
     assert 200 <= killed_at < total  # killed mid-way, with work committed and work left
     subprocess.run(args, check=True, timeout=120)

@@ -22,18 +22,10 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.ops.export import iter_records
-from tests.integration.test_index_feed import words
+from tests.integration.test_index_feed import SETTINGS, words
 from tests.workers import cli
 
 PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
-SETTINGS = """
-[crawl]
-allow_nets = ["127.0.0.0/8"]
-scope = "host"
-min_delay = 0.0
-delay_factor = 0.0
-total_timeout = 2.0
-"""
 # One body under two URLs, long enough to be worth a revisit (and different from every other).
 SHARED = "<html><body><p>" + " ".join([words("/shared")] * 20) + "</p></body></html>"
 

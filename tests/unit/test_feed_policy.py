@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from crawlspace.crawl.parse_jobs import parse_and_admit
+from crawlspace.crawl.parse_jobs import ParsedPage, parse_and_admit
 from crawlspace.discovery.links import prenormalize
 from crawlspace.feed_codec import unpack
 from crawlspace.feed_format import DELETE, UPSERT, document_id
@@ -133,13 +133,8 @@ def test_versions_grow_with_time_whichever_url_they_came_from() -> None:
     assert json.loads(later.meta)["version"] > json.loads(first.meta)["version"]
 
 
-def test_the_page_part_is_built_where_the_page_is_parsed() -> None:
-    body = (
-        b'<html lang="fr"><title>Le titre</title><body><p>Bonjour tout le monde</p>'
-        b'<a href="/a">Premier <i>lien</i></a><a href="/a#x">encore</a><a href="/a">encore</a>'
-        b'<a href="/b" rel="nofollow"></a><a href="mailto:x@y">mail</a></body></html>'
-    )
-    page = parse_and_admit(
+def parsed(body: bytes, document_chars: int | None = None) -> ParsedPage:
+    return parse_and_admit(
         process_html,
         body,
         url=URL,
@@ -147,8 +142,17 @@ def test_the_page_part_is_built_where_the_page_is_parsed() -> None:
         product_token="bot",
         parent_depth=0,
         header_nofollow=False,
-        document_chars=10,
+        document_chars=document_chars,
     )
+
+
+def test_the_page_part_is_built_where_the_page_is_parsed() -> None:
+    body = (
+        b'<html lang="fr"><title>Le titre</title><body><p>Bonjour tout le monde</p>'
+        b'<a href="/a">Premier <i>lien</i></a><a href="/a#x">encore</a><a href="/a">encore</a>'
+        b'<a href="/b" rel="nofollow"></a><a href="mailto:x@y">mail</a></body></html>'
+    )
+    page = parsed(body, document_chars=10)
     content = page.content
     assert content.text is None
     assert content.anchors is None
@@ -166,15 +170,7 @@ def test_the_page_part_is_built_where_the_page_is_parsed() -> None:
     }
     assert page.prelinks is not None
     assert page.prelinks.anchors is None
-    unasked = parse_and_admit(
-        process_html,
-        body,
-        url=URL,
-        content_type="text/html",
-        product_token="bot",
-        parent_depth=0,
-        header_nofollow=False,
-    )
+    unasked = parsed(body)
     assert unasked.content.document is None
     assert unasked.content.text is None
 
