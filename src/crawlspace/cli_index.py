@@ -21,8 +21,16 @@ __all__ = ["add_index_commands"]
 def _cmd_feed(args: argparse.Namespace) -> int:
     from crawlspace.ops.feed import feed_records, open_feed
 
+    if args.format == "parquet" and args.output is None:
+        raise ConfigError("--format parquet writes a binary file: give it with --output FILE")
     db = open_feed(args.dir)
     try:
+        if args.output is not None:
+            from crawlspace.ops.feed_export import write_feed
+
+            count = write_feed(db, args.output, args.format, args.start, args.limit)
+            print(f"wrote {count:,} feed records to {args.output}", file=sys.stderr)
+            return 0
         for item in feed_records(db, args.start, args.limit):
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
     finally:
@@ -108,6 +116,10 @@ def add_index_commands(sub: Any) -> None:
         help="the first record's position (a consumer's last one plus 1)",
     )
     feed.add_argument("--limit", type=int, help="print at most this many records")
+    feed.add_argument("--format", default="jsonl", choices=["jsonl", "parquet"])
+    feed.add_argument(
+        "--output", type=Path, help="write to this file (jsonl: zstd-compressed if it ends in .zst)"
+    )
     feed.set_defaults(func=_cmd_feed, quiet=True, verbose=False)
 
     index = sub.add_parser("index", help="add what crawls fetched to a search index")

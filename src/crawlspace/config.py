@@ -52,6 +52,10 @@ class CrawlConfig:
     # CPU seconds one page's parse may use in a parse worker (0: no limit); past it the page is
     # kept as fetched without text or links (reason parse_budget), not fetched again.
     parse_cpu_seconds: float = 30.0
+    # Megabytes of memory one page's parse may use in a parse worker beyond the worker's own (0:
+    # no limit); past it the page is kept as fetched without text or links (parse_memory), and
+    # the worker is replaced.
+    parse_memory_mb: int = 2048
     # "asyncio" (the stdlib loop) or "uvloop" (libuv; pip install 'crawlspace[uvloop]').
     event_loop: str = "asyncio"
     duration: float | None = None

@@ -65,6 +65,8 @@ HELP: Final = {
     "parse_workers": "parse worker processes",
     "parse_cpu_seconds": "CPU seconds one page's parse may use in a parse worker (0: no"
     " limit); past it the page is kept as fetched without text or links (parse_budget)",
+    "parse_memory_mb": "megabytes of memory one page's parse may use in a parse worker (0: no"
+    " limit); past it the page is kept without text or links (parse_memory), the worker replaced",
     "event_loop": "asyncio, or uvloop (pip install 'crawlspace[uvloop]')",
     "duration": "stop gracefully after this many seconds",
     "allow_nets": "networks the address guard lets the crawl connect to, which it refuses by"

@@ -33,6 +33,20 @@ class ParseBudgetError(CrawlspaceError):
     reason = "parse_budget"
 
 
+class ParseMemoryError(ParseBudgetError):
+    """A page's parse needed more memory than a parse worker may use (``parse_memory_mb``);
+    the worker is replaced."""
+
+    reason = "parse_memory"
+
+
+class ParseCrashedError(ParseBudgetError):
+    """The parse worker process died while it parsed the page (a crash, or killed for its
+    memory); it is replaced, and the page is kept as fetched without its text or links."""
+
+    reason = "parse_crashed"
+
+
 class FetchError(CrawlspaceError):
     """A fetch failed before a complete HTTP response arrived. ``reason`` is a short stable slug."""
 

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
 
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
+
+import pyarrow.parquet as pq
 import pytest
 
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
@@ -155,6 +162,21 @@ def test_a_crawl_feeds_its_index(tmp_path: Path) -> None:
     # Read from a position on, as a consumer resumes.
     later = feed_of_from(out, records[3]["position"])
     assert later == records[3:]
+    # As files for batch indexers: zstd-compressed JSON lines, and Parquet with the schema.
+    jsonl, table = tmp_path / "feed.jsonl.zst", tmp_path / "feed.parquet"
+    subprocess.run([*cli("feed", str(out), "--output", str(jsonl))], check=True, timeout=60)
+    with zstd.open(jsonl, "rt", encoding="utf-8") as lines:
+        assert [json.loads(line) for line in lines] == records
+    parquet = [*cli("feed", str(out), "--format", "parquet", "--output", str(table))]
+    subprocess.run(parquet, check=True, timeout=60)
+    rows = pq.read_table(table).to_pylist()
+    assert [(r["position"], r["id"], r["kind"], r["reason"]) for r in rows] == [
+        (r["position"], r["id"], r["kind"], r["reason"]) for r in records
+    ]
+    by_url = {r["url"]: r for r in rows}
+    upsert = next(r for r in records if r["url"].endswith("/a.html"))
+    assert by_url[upsert["url"]]["outlinks"] == upsert["outlinks"]
+    assert by_url[upsert["url"]]["text"] == upsert["text"]
 
 
 def feed_of_from(out: Path, position: int) -> list[dict[str, Any]]:

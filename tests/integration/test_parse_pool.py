@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from crawlspace.archive.records import Exchange, RecordBuilder
+from crawlspace.crawl.parse_jobs import ParseLimits
 from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
 from crawlspace.crawl.stages import StagePools
-from crawlspace.errors import ParseBudgetError
+from crawlspace.errors import ParseBudgetError, ParseCrashedError, ParseMemoryError
 from crawlspace.parse.processors import process_html
 
 
@@ -75,7 +76,7 @@ def test_an_error_in_a_job_reaches_its_caller_and_the_worker_goes_on() -> None:
     assert value == 7
 
 
-def test_a_killed_worker_fails_its_jobs_and_pages_are_parsed_in_threads() -> None:
+def test_workers_that_never_answered_fail_their_jobs_and_pages_are_parsed_in_threads() -> None:
     pools = StagePools(1)
     page = b"<html><body><p>still parsed</p><a href='/next'>n</a></body></html>"
 
@@ -104,6 +105,57 @@ def test_a_killed_worker_fails_its_jobs_and_pages_are_parsed_in_threads() -> Non
     finally:
         pools.close()
     assert links == ["http://site.test/next"]
+
+
+def _allocate(megabytes: int) -> int:
+    """A job that holds ``megabytes`` of memory at once (a page whose DOM would)."""
+    blocks = [bytearray(1024 * 1024) for _ in range(megabytes)]
+    return len(blocks)
+
+
+def test_a_worker_that_dies_mid_job_is_replaced_and_the_jobs_behind_it_run() -> None:
+    pool = ParsePool(1, None)
+
+    async def go() -> tuple[int, int, int, int]:
+        _, first_pid = await pool.run(functools.partial(_echo, 0))  # it started: it answered
+        running = asyncio.ensure_future(pool.run(functools.partial(_echo, 1, 5.0)))
+        behind = asyncio.ensure_future(pool.run(functools.partial(_echo, 2)))
+        await asyncio.sleep(1.0)  # the worker has started the slow job
+        os.kill(first_pid, signal.SIGKILL)
+        with pytest.raises(ParseCrashedError):
+            await asyncio.wait_for(running, 10)
+        value, behind_pid = await asyncio.wait_for(behind, 30)  # never began: run elsewhere
+        _, next_pid = await pool.run(functools.partial(_echo, 3))
+        return first_pid, value, behind_pid, next_pid
+
+    try:
+        first_pid, value, behind_pid, next_pid = asyncio.run(go())
+        assert value == 2
+        assert behind_pid == next_pid == pool.pids[0] != first_pid
+        assert pool.replaced == 1
+        assert not _alive(first_pid)
+    finally:
+        pool.close()
+
+
+def test_a_job_past_its_memory_fails_and_its_worker_is_replaced() -> None:
+    pool = ParsePool(1, None, ParseLimits(memory_mb=64))
+
+    async def go() -> tuple[int, int, int]:
+        _, first_pid = await pool.run(functools.partial(_echo, 0))
+        assert await pool.run(functools.partial(_allocate, 16)) == 16  # within the limit
+        with pytest.raises(ParseMemoryError):
+            await pool.run(functools.partial(_allocate, 512))
+        value, next_pid = await pool.run(functools.partial(_echo, 5))
+        return first_pid, value, next_pid
+
+    try:
+        first_pid, value, next_pid = asyncio.run(go())
+        assert value == 5
+        assert next_pid != first_pid  # the worker that ran out ended; another took its place
+        assert pool.replaced == 1
+    finally:
+        pool.close()
 
 
 def test_close_ends_every_worker() -> None:
@@ -255,7 +307,7 @@ def _spin(seconds: float) -> str:
 
 
 def test_a_job_past_its_cpu_budget_fails_and_the_worker_goes_on() -> None:
-    pool = ParsePool(1, None, cpu_seconds=0.2)
+    pool = ParsePool(1, None, ParseLimits(cpu_seconds=0.2))
 
     async def go() -> tuple[BaseException, str, tuple[int, int], float]:
         started = time.monotonic()

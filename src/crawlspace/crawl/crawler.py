@@ -25,6 +25,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.leases import CrawlParts, LeaseRunner
+from crawlspace.crawl.parse_jobs import ParseLimits
 from crawlspace.crawl.settings import SettingChange
 from crawlspace.crawl.setup import (
     SETTINGS_KEY,
@@ -235,7 +236,7 @@ class Crawler:
         pools = StagePools(
             self.config.parse_workers,
             discovery=self.discovery,
-            cpu_seconds=self.config.parse_cpu_seconds,
+            limits=ParseLimits(self.config.parse_cpu_seconds, self.config.parse_memory_mb),
         )
         parts = VisitParts(
             self.config,

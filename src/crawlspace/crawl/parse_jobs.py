@@ -11,6 +11,7 @@ imports that way.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pickle
 import signal
@@ -22,13 +23,13 @@ from typing import Any
 
 from crawlspace.archive.records import EarlierCapture, Exchange, ExchangeRecords, RecordBuilder
 from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormalize
-from crawlspace.errors import ParseBudgetError
+from crawlspace.errors import ParseBudgetError, ParseMemoryError
 from crawlspace.feed_codec import pack
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
 from crawlspace.parse.processors import ContentProcessor, ProcessedContent
 from crawlspace.pickling import by_fields
 
-__all__ = ["FRAME", "ParsedPage", "parse_and_admit", "serve_jobs"]
+__all__ = ["FRAME", "ParseLimits", "ParsedPage", "parse_and_admit", "serve_jobs"]
 
 # Each job and each answer travels as its pickle's length, then the pickle.
 FRAME = struct.Struct("!Q")
@@ -152,20 +153,55 @@ class _CpuBudget:
             signal.setitimer(signal.ITIMER_PROF, 0)
 
 
+@dataclass(frozen=True, slots=True)
+class ParseLimits:
+    """What one page's parse may use in a worker: CPU seconds (``parse_cpu_seconds``) and
+    megabytes of memory beyond the worker's own (``parse_memory_mb``); 0: no limit."""
+
+    cpu_seconds: float = 0.0
+    memory_mb: int = 0
+
+
+def _limit_memory(megabytes: int) -> None:
+    """Cap this process's address space at its size now plus ``megabytes`` (RLIMIT_AS): past it
+    an allocation fails (MemoryError), where it would otherwise grow until the kernel's
+    out-of-memory killer picks a process, maybe the crawl's."""
+    if megabytes <= 0:
+        return
+    import resource  # (POSIX only: parse workers run where the crawl does)
+
+    size = 0
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/statm") as statm:
+        size = int(statm.read().split()[0]) * resource.getpagesize()
+    if size:
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = size + megabytes * 1024 * 1024
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
 def serve_jobs(channel: socket.socket) -> None:
     """A parse worker's life (crawl/parse_worker.py runs it): the first frame is the crawl's link
-    admission (a Discovery, or None to admit in the crawl loop), installed, and each job's CPU
-    budget; then each job the crawl sends is run, in order, and its answer sent back, until the
+    admission (a Discovery, or None to admit in the crawl loop), installed, and each job's
+    limits; then each job the crawl sends is run, in order, and its answer sent back, until the
     crawl closes its end. The crawl killed with SIGKILL closes it too (the kernel does), so a
-    worker never outlives its crawl by more than the job it is running."""
+    worker never outlives its crawl by more than the job it is running. A job that ran out of
+    memory is answered ParseMemoryError, and the worker ends (its heap may be left in pieces):
+    the crawl starts another (parse_pool.py)."""
     global _worker_discovery  # one per worker process, set once at its start
     with channel:
         channel.setblocking(True)
-        _worker_discovery, cpu_seconds = _receive(channel)
-        budget = _CpuBudget(cpu_seconds)
+        _worker_discovery, limits = _receive(channel)
+        budget = _CpuBudget(limits.cpu_seconds)
+        _limit_memory(limits.memory_mb)
         while (job := _receive(channel)) is not None:
+            retire = False
             try:
                 answer: tuple[bool, object] = (True, budget.run(job))
+            except MemoryError:
+                message = f"parse needed more than {limits.memory_mb} MB of memory"
+                answer, retire = (False, ParseMemoryError(message)), True
             except Exception as exc:  # the crawl's to handle, as a call in the loop would raise
                 answer = (False, exc)
             try:
@@ -173,6 +209,8 @@ def serve_jobs(channel: socket.socket) -> None:
             except Exception as exc:  # an answer or exception that cannot travel
                 data = pickle.dumps((False, RuntimeError(f"parse job answer: {exc!r}")))
             channel.sendall(FRAME.pack(len(data)) + data)
+            if retire:
+                return
 
 
 def _receive(channel: socket.socket) -> Any:

@@ -8,9 +8,11 @@ parse came back after ~5 ms, and its host waited all that time for its next requ
 and reads the answer when the socket is readable: no thread in between, one pickle each way.
 
 A worker runs its jobs one at a time in the order they were sent, so its answers come back in
-that order (a queue of futures per worker, no job ids). A worker that dies, or a pool whose
-workers could not start, fails the jobs it holds with ``WorkersGone``, and the pool takes no
-more.
+that order (a queue of futures per worker, no job ids). A worker that dies is replaced: the job
+it was running fails with ``ParseCrashedError`` (its page is kept without text or links: running
+it again could only kill the next worker), the jobs queued behind it run on another worker. A
+worker that dies before it ever answered (it could not start) is not replaced: the pool fails
+its jobs with ``WorkersGone`` and takes no more, and the crawl parses in threads.
 
 The workers are plain interpreters (``python -m crawlspace.crawl.parse_worker FD``,
 parse_worker.py) given their socket as an inherited file descriptor, not multiprocessing
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import pickle
 import socket
@@ -33,10 +36,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from crawlspace.crawl.parse_jobs import FRAME
+from crawlspace.crawl.parse_jobs import FRAME, ParseLimits
 from crawlspace.discovery.links import Discovery
+from crawlspace.errors import ParseCrashedError, ParseMemoryError
 
 T = TypeVar("T")
+log = logging.getLogger("crawlspace.crawl.parse_pool")
 
 READ_BYTES = 256 * 1024  # per read of a worker's socket (as asyncio's transports read)
 # How long close() waits for a worker to finish its job and exit before it is terminated.
@@ -44,7 +49,15 @@ EXIT_WAIT_SECONDS = 5.0
 
 
 class WorkersGone(Exception):
-    """A parse worker process died or never started: its jobs have no answer."""
+    """The parse worker processes could not start or keep running: no job has an answer."""
+
+
+class _NotRun(Exception):
+    """The job's worker ended before the job began: another worker can run it."""
+
+
+# How many times a job whose worker ended before it began is sent again.
+RESENDS = 3
 
 
 class _Channel:
@@ -60,6 +73,8 @@ class _Channel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._received = bytearray()
         self._unsent = bytearray()
+        self.answered = False  # the worker has answered a job: it started, so it is replaced
+        self.retiring = False  # the worker said it ends after its last answer (parse_jobs.py)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Read on ``loop`` (the one running: a later crawl may run on another)."""
@@ -127,10 +142,13 @@ class _Channel:
             frame = received[FRAME.size : end]
             del received[:end]
             future = self.waiting.popleft()
+            self.answered = True
             try:
                 ok, value = pickle.loads(frame)
             except Exception as exc:  # an answer that cannot be rebuilt here fails its job only
                 ok, value = False, RuntimeError(f"parse job answer unreadable: {exc!r}")
+            if isinstance(value, ParseMemoryError):
+                self.retiring = True
             if future.done():  # its task was cancelled: the answer has no taker
                 continue
             if ok:
@@ -139,12 +157,24 @@ class _Channel:
                 future.set_exception(value)
 
     def _lost(self) -> None:
+        """The worker's end of the socket closed: it exited or died. The job it was running
+        (the first waiting, unless it retired after answering) crashed it; the rest never
+        began."""
         self.detach()
-        self._pool.gone = True
+        replaced = self._pool.replace(self)
+        running = not self.retiring
         while self.waiting:
             future = self.waiting.popleft()
-            if not future.done():
+            if future.done():
+                running = False
+                continue
+            if not replaced:
                 future.set_exception(WorkersGone("a parse worker process ended"))
+            elif running:
+                future.set_exception(ParseCrashedError("the parse worker process died"))
+            else:
+                future.set_exception(_NotRun())
+            running = False
 
 
 def _worker_environment() -> dict[str, str]:
@@ -160,28 +190,54 @@ class ParsePool:
     ``discovery`` (the link admission it runs) and each job's CPU budget in seconds (0: none;
     parse_jobs.py) as its first frame."""
 
-    def __init__(self, workers: int, discovery: Discovery | None, cpu_seconds: float = 0.0) -> None:
+    def __init__(
+        self, workers: int, discovery: Discovery | None, limits: ParseLimits | None = None
+    ) -> None:
         self.gone = False
+        self.replaced = 0  # workers started again after one died
         self._processes: list[subprocess.Popen[bytes]] = []
         self._channels: list[_Channel] = []
-        setup = pickle.dumps((discovery, cpu_seconds), protocol=pickle.HIGHEST_PROTOCOL)
-        environment = _worker_environment()
+        self._setup = pickle.dumps(
+            (discovery, limits or ParseLimits()), protocol=pickle.HIGHEST_PROTOCOL
+        )
+        self._environment = _worker_environment()
         for _ in range(workers):
-            ours, theirs = socket.socketpair()
-            with theirs:  # the worker's copy is its own: our end's close is its EOF
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "crawlspace.crawl.parse_worker", str(theirs.fileno())],
-                    pass_fds=(theirs.fileno(),),
-                    stdin=subprocess.DEVNULL,
-                    env=environment,
-                )
-            # A small frame, sent before the channel goes non-blocking: the socket's buffer
-            # holds it until the worker reads it. A worker already gone shows as its socket's
-            # end, as any dead worker does (WorkersGone), not as a crawl that cannot start.
-            with contextlib.suppress(OSError):
-                ours.sendall(FRAME.pack(len(setup)) + setup)
+            process, channel = self._start()
             self._processes.append(process)
-            self._channels.append(_Channel(ours, self))
+            self._channels.append(channel)
+
+    def _start(self) -> tuple[subprocess.Popen[bytes], _Channel]:
+        ours, theirs = socket.socketpair()
+        with theirs:  # the worker's copy is its own: our end's close is its EOF
+            process = subprocess.Popen(
+                [sys.executable, "-m", "crawlspace.crawl.parse_worker", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                env=self._environment,
+            )
+        # A small frame, sent before the channel goes non-blocking: the socket's buffer
+        # holds it until the worker reads it. A worker already gone shows as its socket's
+        # end, as any dead worker does, not as a crawl that cannot start.
+        with contextlib.suppress(OSError):
+            ours.sendall(FRAME.pack(len(self._setup)) + self._setup)
+        return process, _Channel(ours, self)
+
+    def replace(self, channel: _Channel) -> bool:
+        """Start a new worker in the place of ``channel``'s, which ended; False (and the pool
+        takes no more jobs) when it ended without ever answering: it could not start."""
+        index = self._channels.index(channel)
+        dead = self._processes[index]
+        if dead.poll() is None:  # closed its socket but still running: a worker gone wrong
+            dead.kill()
+        dead.wait()
+        channel.sock.close()
+        if not channel.answered or self.gone:
+            self.gone = True
+            return False
+        self._processes[index], self._channels[index] = self._start()
+        self.replaced += 1
+        log.warning("a parse worker process ended (exit %s); started another", dead.returncode)
+        return True
 
     @property
     def pids(self) -> list[int]:
@@ -189,19 +245,25 @@ class ParsePool:
 
     async def run(self, job: Callable[[], T]) -> T:
         """``job()`` on the least busy worker (``job`` and its answer picklable)."""
-        if self.gone:
-            raise WorkersGone("the parse worker processes have ended")
-        loop = asyncio.get_running_loop()
-        channel = min(self._channels, key=lambda c: len(c.waiting))
-        channel.attach(loop)
         data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
-        future: asyncio.Future[T] = loop.create_future()
-        channel.waiting.append(future)
-        channel.send(data)
-        return await future
+        for _ in range(RESENDS):
+            if self.gone:
+                break
+            loop = asyncio.get_running_loop()
+            channel = min(self._channels, key=lambda c: len(c.waiting))
+            channel.attach(loop)
+            future: asyncio.Future[T] = loop.create_future()
+            channel.waiting.append(future)
+            channel.send(data)
+            try:
+                return await future
+            except _NotRun:
+                continue  # its worker ended before it began: on another one
+        raise WorkersGone("the parse worker processes have ended")
 
     def close(self) -> None:
         """End every worker: each sees its socket's end after its current job and exits."""
+        self.gone = True  # a worker ending now is not replaced
         for channel in self._channels:
             channel.detach()
             with contextlib.suppress(OSError):

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from crawlspace.archive.records import EarlierCapture, Exchange, RecordBuilder
-from crawlspace.crawl.parse_jobs import ParsedPage, parse_and_admit
+from crawlspace.crawl.parse_jobs import ParsedPage, ParseLimits, parse_and_admit
 from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
 from crawlspace.discovery.links import Discovery
 from crawlspace.parse.processors import ContentProcessor
@@ -52,7 +52,7 @@ class StagePools:
         *,
         processes: bool = True,
         discovery: Discovery | None = None,
-        cpu_seconds: float = 0.0,
+        limits: ParseLimits | None = None,
     ) -> None:
         self._threads = ThreadPoolExecutor(parse_workers, thread_name_prefix="crawlspace-parse")
         self._processes: ParsePool | None = None  # None: parsing in threads
@@ -64,9 +64,9 @@ class StagePools:
         self._scope_revision = discovery.scope.revision if discovery is not None else 0
         if processes:
             admission = discovery if self.admits_in_workers else None
-            # crawl/parse_pool.py; each page's CPU budget holds there (parse_jobs.py), not in
-            # threads, which cannot be interrupted.
-            self._processes = ParsePool(parse_workers, admission, cpu_seconds)
+            # crawl/parse_pool.py; each page's CPU and memory limits hold there (parse_jobs.py),
+            # not in threads, which cannot be interrupted.
+            self._processes = ParsePool(parse_workers, admission, limits)
         self._pool = self._processes
         self._warc = ThreadPoolExecutor(1, thread_name_prefix="crawlspace-warc")
         self._in_process: dict[Callable[..., Any], bool] = {}

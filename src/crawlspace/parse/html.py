@@ -1,8 +1,8 @@
 """One-pass HTML extraction: raw links and their anchor text, canonical, robots meta, title,
 declared language and visible text.
 
-Pure: bytes in, an :class:`HtmlPage` out, never an exception. Hrefs are returned raw; resolving
-and normalizing them is discovery's job, so this module only resolves ``<base href>``.
+Pure: bytes in, an :class:`HtmlPage` out, no exception but MemoryError. Hrefs are returned raw;
+resolving and normalizing them is discovery's job, so this module only resolves ``<base href>``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Final, NamedTuple
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from crawlspace.parse.directives import NO_DIRECTIVES, RobotsDirectives, parse_robots_meta
 from crawlspace.urls import normalize
@@ -277,12 +277,17 @@ def extract(
     """Parse ``body`` (the page fetched from ``base_url``) once and pull out what the crawl needs.
 
     Never raises on any ``body``: malformed markup, binary junk and bogus charsets all yield a
-    (possibly empty) page.
+    (possibly empty) page. Only a lack of memory does (MemoryError).
     """
     html, charset = _decode(body[:max_bytes], content_type)
     # Scripting off, because we are a client without scripting: <noscript> fallback links are
     # what we can see. That can push head elements into <body>, so head lookups are document-wide.
-    tree = LexborHTMLParser(_limit_nesting(html), scripting=False)
+    try:
+        tree = LexborHTMLParser(_limit_nesting(html), scripting=False)
+    except SelectolaxError:
+        # lexbor's parse fails only when it cannot allocate (a process held to parse_memory_mb,
+        # crawl/parse_jobs.py): said as what it is, so the worker is replaced.
+        raise MemoryError("lexbor could not allocate the page's tree") from None
     links = _links(tree)
     head = _head(tree, product_token)
     page_base = base_url
