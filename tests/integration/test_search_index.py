@@ -224,6 +224,13 @@ def test_a_page_is_found_by_its_word_until_it_is_gone(tmp_path: Path) -> None:
     assert search(out, "onlygoes") == []
     assert search(out, "onlyhides") == []
     assert search(out, "only") == [farm.url("s", "/")]
+    # `crawlspace stats` says what the feed holds and that the index has all of it.
+    done = subprocess.run([*cli("stats", str(out), "--json")], check=True, capture_output=True)
+    feed = json.loads(done.stdout)["feed"]
+    assert feed["index"] == {"documents": 1, "behind": 0}
+    assert feed["kinds"]["delete:gone"] >= 1
+    assert feed["kinds"]["delete:noindex"] >= 1
+    assert feed["records"] == sum(feed["kinds"].values())
 
 
 @pytest.mark.slow

@@ -103,6 +103,37 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
             "revisits": freshness_stats(db),
             "warc_dir": str(Path(out_dir) / "warc"),
             "warc_files": warc_files,
+            "feed": feed_stats(db, Path(out_dir)),
         }
     finally:
         db.close()
+
+
+def feed_stats(db: sqlite3.Connection, out_dir: Path) -> dict[str, Any]:
+    """The index feed's records by kind and reason, and how far ``DIR/index.db`` applied it."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'feed'").fetchone() is None:
+        return {}  # a crawl.db from before the feed
+    kinds = {
+        f"{kind}:{reason}" if reason else kind: n
+        for kind, reason, n in db.execute(
+            "SELECT kind, json_extract(meta, '$.reason'), COUNT(*) FROM feed GROUP BY 1, 2"
+        )
+    }
+    end = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM feed").fetchone()[0])
+    stats: dict[str, Any] = {"records": end, "kinds": kinds}
+    index = out_dir / "index.db"
+    if index.is_file():
+        try:
+            found = connect_read_only(index)
+            try:
+                row = found.execute(
+                    "SELECT position FROM consumed WHERE source = ?", (str(out_dir.resolve()),)
+                ).fetchone()
+                documents = found.execute("SELECT COUNT(*) FROM docs WHERE live = 1").fetchone()
+            finally:
+                found.close()
+        except sqlite3.Error:
+            return stats
+        applied = int(row[0]) - 1 if row else 0
+        stats["index"] = {"documents": int(documents[0]), "behind": end - applied}
+    return stats

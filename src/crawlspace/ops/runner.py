@@ -55,6 +55,17 @@ def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
     )
     table.add_row("sitemaps", ", ".join(f"{k} {v}" for k, v in stats["sitemaps"].items()))
     table.add_row("WARC", f"{stats['warc_dir']} ({len(stats['warc_files'])} files)")
+    feed = stats.get("feed") or {}
+    if feed:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(feed["kinds"].items()))
+        table.add_row("index feed", f"{feed['records']:,} records ({kinds or 'none yet'})")
+        index = feed.get("index")
+        table.add_row(
+            "search index",
+            f"{index['documents']:,} documents, {index['behind']:,} feed records behind"
+            if index
+            else "none (crawlspace index DIR)",
+        )
     if stats.get("recovery"):
         table.add_row("recovery", ", ".join(f"{k} {v}" for k, v in stats["recovery"].items()))
     console.print(table)
