@@ -184,6 +184,9 @@ class CrawlConfig:
     revisit_max_interval: float = 30 * 86400.0
     revisit_initial_interval: float = 7 * 86400.0
     revisit_gone_interval: float = 30 * 86400.0
+    revisit_missing_interval: float = 7 * 86400.0
+    revisit_error_interval: float = 86400.0
+    revisit_failed_interval: float = 86400.0
     revisit_share: float = 0.5
     # Priority (frontier/priority.py): "score" (depth, sitemap priority and lastmod, pattern
     # points "POINTS [HOST_GLOB ]PATTERN", in-links, host demotions) or "aopic" (cash, see

@@ -135,6 +135,9 @@ def _check_limits(config: Any) -> None:
         )
     if not 0 < config.revisit_min_interval <= config.revisit_max_interval:
         raise ConfigError("revisit intervals need 0 < revisit_min_interval <= revisit_max_interval")
+    for name in ("gone", "missing", "error", "failed"):
+        if getattr(config, f"revisit_{name}_interval") <= 0:
+            raise ConfigError(f"revisit_{name}_interval must be > 0")
     if not 0.0 <= config.revisit_share <= 1.0:
         raise ConfigError(f"revisit_share must be in [0, 1] (got {config.revisit_share})")
     if config.discovery_window < 1:

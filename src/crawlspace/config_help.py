@@ -162,7 +162,12 @@ HELP: Final = {
     "revisit_min_interval": "the shortest revisit interval, seconds",
     "revisit_max_interval": "the longest revisit interval, seconds",
     "revisit_initial_interval": "a page's first revisit interval (before its changes are seen)",
-    "revisit_gone_interval": "how often a URL that answered 404 or 410 is asked again",
+    "revisit_gone_interval": "how often a URL that answered 410 Gone is asked again",
+    "revisit_missing_interval": "how often a URL that answered 404 Not Found is asked again",
+    "revisit_error_interval": "how often a URL is asked again after its tries ended on server"
+    " errors (5xx) or throttling",
+    "revisit_failed_interval": "how often a URL is asked again after its tries got no answer"
+    " (connection, DNS, timeout)",
     "revisit_share": "share of a host's leases that go to due revisits when it has new URLs too",
     "priority_policy": "score (depth, sitemap hints, patterns, in-links) or aopic (cash)",
     "priority_patterns": "'POINTS [HOST_GLOB ]PATTERN' entries: URLs matching go earlier"

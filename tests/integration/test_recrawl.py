@@ -184,7 +184,7 @@ def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
             revisit_min_interval=0.3,
             revisit_max_interval=60.0,
             revisit_initial_interval=60.0,
-            revisit_gone_interval=0.6,
+            revisit_error_interval=0.6,  # a 500 that used up its tries
         )
         crawler = Crawler(config, out)
         try:

@@ -8,8 +8,15 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from crawlspace.frontier.revisit import DAY, GONE_HASH, HOUR, RevisitPolicy, plan_revisit
-from crawlspace.records import Completion, Lease, LeaseKind, RevisitPlan
+from crawlspace.frontier.revisit import (
+    DAY,
+    GONE_HASH,
+    HOUR,
+    RevisitPolicy,
+    absence_of,
+    plan_revisit,
+)
+from crawlspace.records import Completion, FetchRecord, Lease, LeaseKind, RevisitPlan
 
 
 @dataclass
@@ -118,7 +125,7 @@ def test_sitemap_changefreq_sets_the_first_interval() -> None:
 
 def test_tombstones_get_the_long_interval() -> None:
     p = RevisitPolicy(min_interval=1.0, max_interval=100.0, gone_interval=1000.0)
-    assert p.after_visit(5.0, old_hash="x", new_hash=None, gone=True)[0] == 1000.0
+    assert p.after_visit(5.0, old_hash="x", new_hash=None, absence="gone")[0] == 1000.0
 
 
 def test_an_answer_without_content_is_no_change() -> None:
@@ -129,7 +136,7 @@ def test_an_answer_without_content_is_no_change() -> None:
 
 
 def test_a_tombstone_changed_once_and_keeps_its_learned_interval() -> None:
-    p = RevisitPolicy(min_interval=1.0, max_interval=100.0, gone_interval=1000.0)
+    p = RevisitPolicy(min_interval=1.0, max_interval=100.0, failed_interval=1000.0)
     gone = Completion("failed", reason="timeout")
 
     def leased(content_hash: str) -> Lease:
@@ -144,6 +151,41 @@ def test_a_tombstone_changed_once_and_keeps_its_learned_interval() -> None:
     assert again == RevisitPlan(5.0, 2000.0, False, GONE_HASH)  # still gone: no change
     # Back with content: a change, at the pace learned before it failed.
     assert p.after_visit(5.0, old_hash=GONE_HASH, new_hash="y") == (2.5, True)
+
+
+def test_each_kind_of_absence_waits_its_own_interval() -> None:
+    p = RevisitPolicy(
+        min_interval=1.0,
+        max_interval=100.0,
+        gone_interval=4000.0,
+        missing_interval=3000.0,
+        error_interval=2000.0,
+        failed_interval=1000.0,
+    )
+
+    def answered(status: int) -> FetchRecord:
+        url = "http://a/"
+        return FetchRecord(url, url, status, 0.0, 1.0, None, 0, False, None, None, None, None)
+
+    lease = Lease(LeaseKind.PAGE, "l", "http://a", "http://a/", 1, 1, 3, 0, 0, 99.0)
+    cases = [
+        (Completion("fetched", reason="gone", fetch=answered(410)), "gone", 4000.0),
+        (Completion("fetched", reason="gone", fetch=answered(404)), "missing", 3000.0),
+        (Completion("failed", reason="http_503", fetch=answered(503)), "error", 2000.0),
+        (Completion("failed", reason="throttled", fetch=answered(429)), "error", 2000.0),
+        (Completion("failed", reason="connect_error"), "failed", 1000.0),
+        (Completion("failed", reason="timeout"), "failed", 1000.0),
+        (Completion("fetched", fetch=answered(200)), None, None),
+    ]
+    for completion, absence, wait in cases:
+        assert absence_of(completion) == absence
+        plan = plan_revisit(lease, completion, 10.0, p)
+        assert plan is not None
+        if wait is not None:
+            assert plan.next_fetch_at == 10.0 + wait
+            assert plan.content_hash == GONE_HASH
+    # Never sooner than the shortest interval.
+    assert RevisitPolicy(min_interval=50.0, failed_interval=1.0).absent_interval("failed") == 50.0
 
 
 def test_bad_bounds_are_refused() -> None:

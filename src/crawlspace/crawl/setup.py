@@ -74,7 +74,10 @@ def revisit_policy(config: CrawlConfig) -> RevisitPolicy:
         config.revisit_min_interval,
         config.revisit_max_interval,
         config.revisit_initial_interval,
-        config.revisit_gone_interval,
+        gone_interval=config.revisit_gone_interval,
+        missing_interval=config.revisit_missing_interval,
+        error_interval=config.revisit_error_interval,
+        failed_interval=config.revisit_failed_interval,
     )
 
 

@@ -19,7 +19,7 @@ from typing import Final
 from crawlspace.lifecycle import REVISITABLE
 from crawlspace.records import Completion, Lease, RevisitPlan
 
-__all__ = ["CHANGEFREQ_SECONDS", "GONE_HASH", "RevisitPolicy", "plan_revisit"]
+__all__ = ["CHANGEFREQ_SECONDS", "GONE_HASH", "RevisitPolicy", "absence_of", "plan_revisit"]
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -46,8 +46,15 @@ class RevisitPolicy:
     min_interval: float = DAY
     max_interval: float = 30 * DAY
     initial_interval: float = 7 * DAY
-    # A tombstone (404/410) is checked again this rarely: pages do come back, but seldom.
+    # A URL whose visit found no page is asked again after a wait that depends on why (one
+    # interval for all of them lost pages to a minute's outage for a month, issue #31): 410
+    # says the page is gone for good; a 404 is often a mistake fixed within days; a server
+    # error (5xx, or throttling past its limits) or no answer at all (connection, DNS,
+    # timeout) is a server's trouble, mostly over within hours.
     gone_interval: float = 30 * DAY
+    missing_interval: float = 7 * DAY
+    error_interval: float = DAY
+    failed_interval: float = DAY
 
     def __post_init__(self) -> None:
         if not 0 < self.min_interval <= self.max_interval:
@@ -58,6 +65,16 @@ class RevisitPolicy:
 
     def clamp(self, seconds: float) -> float:
         return min(max(seconds, self.min_interval), self.max_interval)
+
+    def absent_interval(self, absence: str) -> float:
+        """The wait after a visit that found no page, by ``absence`` (``absence_of``)."""
+        waits = {
+            "gone": self.gone_interval,
+            "missing": self.missing_interval,
+            "error": self.error_interval,
+            "failed": self.failed_interval,
+        }
+        return max(waits[absence], self.min_interval)
 
     def first(self, changefreq: str | None = None) -> float:
         """The interval after a URL's first fetch."""
@@ -79,7 +96,7 @@ class RevisitPolicy:
         old_hash: str | None,
         new_hash: str | None,
         not_modified: bool = False,
-        gone: bool = False,
+        absence: str | None = None,
         changefreq: str | None = None,
     ) -> tuple[float, bool]:
         """(next interval, whether the content changed) after one completed visit.
@@ -87,11 +104,12 @@ class RevisitPolicy:
         A first visit (``interval`` None) counts as a change. A 304 is unchanged by definition;
         otherwise the page changed when its content hash differs from the stored one. An answer
         without content (``new_hash`` None: a 403, say) is no change: counted as one, a page that
-        turned forbidden would be revisited ever more often. A tombstone changed only when it
-        became one (``old_hash`` is ``GONE_HASH`` once it is).
+        turned forbidden would be revisited ever more often. A visit that found no page
+        (``absence``) waits its kind's interval; it changed only when the page went (``old_hash``
+        is ``GONE_HASH`` once it has).
         """
-        if gone:
-            return max(self.gone_interval, self.min_interval), old_hash not in (None, GONE_HASH)
+        if absence is not None:
+            return self.absent_interval(absence), old_hash not in (None, GONE_HASH)
         if interval is None:
             return self.first(changefreq), True
         changed = not not_modified and new_hash is not None and new_hash != old_hash
@@ -104,14 +122,14 @@ def plan_revisit(
     """The next visit of a URL after a terminal visit, or None for a URL never revisited.
 
     Fetched (tombstones included), not_modified and failed URLs are revisited; a 200's change is
-    judged on its text hash against the one the lease read (``lease.content_hash``). A tombstone
-    or a failure waits the long ``gone_interval``. The lease is the URL's one writer until it
+    judged on its text hash against the one the lease read (``lease.content_hash``). A visit
+    that found no page waits by why (``absence_of``). The lease is the URL's one writer until it
     ends, so the recrawl state it carries is the state the store holds: every engine applies the
     returned plan as it is, with the completion's own write."""
     if completion.state not in REVISITABLE:
         return None
     fetch = completion.fetch
-    gone = completion.reason == "gone" or completion.state == "failed"
+    absence = absence_of(completion)
     new_hash = None
     if fetch is not None and 200 <= fetch.status < 300:
         new_hash = fetch.text_sha256 or fetch.content_sha256
@@ -121,12 +139,24 @@ def plan_revisit(
         old_hash=lease.content_hash,
         new_hash=new_hash,
         not_modified=completion.state == "not_modified",
-        gone=gone,
+        absence=absence,
         changefreq=lease.changefreq,
     )
-    if gone:
-        # Come back after gone_interval, but keep the interval learned so far: a page that
+    if absence is not None:
+        # Come back after the absence's wait, but keep the interval learned so far: a page that
         # failed once and then answers again resumes its own pace.
         kept = interval if interval is not None else wait
         return RevisitPlan(kept, now + wait, changed, GONE_HASH)
     return RevisitPlan(wait, now + wait, changed, new_hash)
+
+
+def absence_of(completion: Completion) -> str | None:
+    """Why a terminal visit found no page (None: it found one): "gone" (410), "missing" (404),
+    "error" (retries ended on server errors or throttling) or "failed" (no answer)."""
+    if completion.state == "failed":
+        reason = completion.reason or ""
+        return "error" if reason.startswith("http_") or reason == "throttled" else "failed"
+    if completion.reason == "gone":
+        fetch = completion.fetch
+        return "missing" if fetch is not None and fetch.status == 404 else "gone"
+    return None
