@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import os
 import struct
 import sys
 import time
@@ -35,6 +36,20 @@ STUCK_RETRY_AFTER = 2
 # robots.txt of the "redirects" site is reached through two redirects: each hop is a request.
 ROBOTS_HOPS = {"/robots.txt": "/robots-hop", "/robots-hop": "/robots-final"}
 SLOW_DELAY = 0.05
+# The outage sites (tests/integration/test_outages.py), served with the others but not crawled
+# by the fault crawls: "outage" resets every connection for OUTAGE_SECONDS once it has served
+# OUTAGE_AFTER pages; "robotsdown" resets its robots.txt requests for ROBOTS_DOWN_SECONDS from
+# the first; "dead" resets every connection once it has served DEAD_AFTER pages. The issue's
+# scenario is 35 s and a minute: the test runs it at a tenth (FAULTWEB_OUTAGE_SCALE=1: full).
+OUTAGE_SITES = ("outage", "robotsdown", "dead")
+OUTAGE_SCALE = float(os.environ.get("FAULTWEB_OUTAGE_SCALE", "0.1"))
+OUTAGE_AFTER = 8
+OUTAGE_SECONDS = 35.0 * OUTAGE_SCALE
+OUTAGE_PAGES = 30
+ROBOTS_DOWN_SECONDS = 60.0 * OUTAGE_SCALE
+ROBOTS_DOWN_PAGES = 10
+DEAD_AFTER = 3
+DEAD_PAGES = 20
 BOMB_CRC32 = 0x5B64C2B0  # zlib.crc32 of 1 GiB of zeros
 
 
@@ -155,6 +170,72 @@ async def redirects(ex: Exchange) -> None:
         await ex.page(links("/"))
 
 
+def reset(ex: Exchange) -> None:
+    """Close the connection with a TCP RST (SO_LINGER 0), not a clean FIN."""
+    transport = ex.writer.transport
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(1, 13, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
+# When each outage site went (or goes) down and comes back, on the monotonic clock, and the
+# pages each has served.
+_down: dict[str, tuple[float, float]] = {}
+_served: dict[str, int] = {}
+
+
+def _serve_counting(ex: Exchange, after: int, seconds: float) -> None:
+    """Count a page served; the site goes down for ``seconds`` after its ``after``-th."""
+    _served[ex.site] = _served.get(ex.site, 0) + 1
+    if _served[ex.site] == after:
+        now = time.monotonic()
+        _down[ex.site] = (now, now + seconds)
+
+
+def _is_down(ex: Exchange) -> bool:
+    window = _down.get(ex.site)
+    now = time.monotonic()
+    if window is not None and window[0] <= now < window[1]:
+        ex.notes["reset"] = True
+        ex.notes["down"] = list(window)
+        reset(ex)
+        return True
+    return False
+
+
+def _numbered_page(ex: Exchange, pages: int) -> str:
+    body = links(*(f"/p{i}" for i in range(pages))) if ex.path == "/" else links("/")
+    return body.replace("<body>", f"<body><p>{ex.site} page {ex.path}</p>")
+
+
+async def outage(ex: Exchange) -> None:
+    if _is_down(ex):
+        return
+    await ex.page(_numbered_page(ex, OUTAGE_PAGES))
+    _serve_counting(ex, OUTAGE_AFTER, OUTAGE_SECONDS)
+
+
+async def dead(ex: Exchange) -> None:
+    if _is_down(ex):
+        return
+    await ex.page(_numbered_page(ex, DEAD_PAGES))
+    _serve_counting(ex, DEAD_AFTER, float("inf"))
+
+
+async def robotsdown(ex: Exchange) -> None:
+    await ex.page(_numbered_page(ex, ROBOTS_DOWN_PAGES))
+
+
+async def robotsdown_robots(ex: Exchange) -> None:
+    if ex.site not in _down:
+        now = time.monotonic()
+        _down[ex.site] = (now, now + ROBOTS_DOWN_SECONDS)
+    if _is_down(ex):
+        return
+    await ex.page("User-agent: *\nAllow: /\n", 200, "text/plain")
+
+
 async def broken(ex: Exchange) -> None:
     if ex.path == "/":
         await ex.page(links("/reset", "/drip"))
@@ -162,11 +243,7 @@ async def broken(ex: Exchange) -> None:
         await ex.head(200, [("Content-Type", "text/html"), ("Content-Length", "1000")])
         ex.write(b"<html>partial")
         await ex.writer.drain()
-        transport = ex.writer.transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None:  # SO_LINGER 0: close with a TCP RST, not a clean FIN
-            sock.setsockopt(1, 13, struct.pack("ii", 1, 0))
-        transport.abort()
+        reset(ex)
     elif ex.path == "/drip":
         await ex.head(200, [("Content-Type", "text/html"), ("Content-Length", "100")])
         for _ in range(100):
@@ -275,6 +352,9 @@ ROUTES: dict[str, Route] = {
     "big": big,
     "weird": weird,
     "private": private,
+    "outage": outage,
+    "robotsdown": robotsdown,
+    "dead": dead,
 }
 
 
@@ -309,6 +389,8 @@ async def serve(log_path: str) -> None:
                     await ex.page("", 301, "text/plain", [("Location", ROBOTS_HOPS[path])])
                 elif site == "redirects" and path == "/robots-final":
                     await ex.page("User-agent: *\nAllow: /\n", 200, "text/plain")
+                elif site == "robotsdown" and path == "/robots.txt":
+                    await robotsdown_robots(ex)
                 elif path == "/robots.txt":
                     await ex.page("", 404, "text/plain")
                 else:
@@ -340,7 +422,7 @@ async def serve(log_path: str) -> None:
 
     servers = []
     ports = {}
-    for site in SITES:
+    for site in (*SITES, *OUTAGE_SITES):
         server = await asyncio.start_server(handler(site), ADDRESSES.get(site, "127.0.0.1"), 0)
         servers.append(server)
         ports[site] = server.sockets[0].getsockname()[1]

@@ -79,12 +79,14 @@ class CrawlConfig:
     # A lease lives total_timeout + this long before it expires; a visit that has not sent its
     # request within this long of the grant gives the lease back unfetched (crawl/visit_parts.py).
     lease_grace: float = 60.0
-    # Backoff (frontier/backoff.py): 429/503 without Retry-After, failure retries, host pauses.
+    # Backoff (frontier/backoff.py): 429/503 without Retry-After, and failures, whose waits
+    # double per failure of the host in a row from retry_delay.
     backoff_base: float = 5.0
     max_backoff: float = 3600.0  # also caps Retry-After
     retry_delay: float = 2.0
-    host_pause_after: int = 5
-    host_pause_seconds: float = 300.0
+    # A host that stops answering is probed, its URLs kept, for this long (frontier/outage.py);
+    # then its queued URLs fail as host_down.
+    max_outage_seconds: float = 3600.0
     follow_nofollow: bool = False
     # robots.txt (RFC 9309).
     robots_max_bytes: int = 512 * KIB
@@ -99,7 +101,7 @@ class CrawlConfig:
     # near 1 in 20 while a changed robots.txt is still seen within half a minute, not a day.
     robots_min_cache_seconds: float = 30.0
     robots_retry_delay: float = 60.0
-    robots_max_attempts: int = 3
+    robots_max_attempts: int = 7
     max_crawl_delay: float = 30.0
     # DNS cache: getaddrinfo exposes no TTL, so positive answers live this long (see fetch/dns.py).
     dns_cache_seconds: float = 300.0

@@ -60,6 +60,7 @@ def _check_counts(config: Any) -> None:
         "read_timeout",
         "total_timeout",
         "max_throttled_seconds",
+        "max_outage_seconds",
     ):
         if getattr(config, name) < 0:
             raise ConfigError(f"{name} must be >= 0 (got {getattr(config, name)})")

@@ -90,18 +90,20 @@ HELP: Final = {
     "backoff_base": "the first backoff in seconds after a 429/503 without Retry-After; it"
     " doubles each time",
     "max_backoff": "the longest backoff, and the longest Retry-After honoured",
-    "retry_delay": "seconds before a failed fetch is tried again (doubling each try)",
-    "host_pause_after": "failures in a row after which a host is paused",
-    "host_pause_seconds": "how long a failing host is paused",
+    "retry_delay": "seconds a host waits after a failed fetch, doubling with each failure of"
+    " the host in a row (up to max_backoff)",
+    "max_outage_seconds": "how long a host that stops answering is probed with its URLs kept"
+    " queued; then they fail as host_down (and are revisited like failures)",
     "follow_nofollow": "follow links marked nofollow (rel, meta robots, X-Robots-Tag)",
     "robots_max_bytes": "bytes of robots.txt read (RFC 9309 asks for at least 500 KiB)",
     "robots_cache_seconds": "the longest a robots.txt answer is kept, and how long when its"
     " response has no caching headers (RFC 9309: at most a day)",
     "robots_min_cache_seconds": "the shortest a robots.txt answer is kept, whatever no-cache"
     " or max-age=0 say",
-    "robots_retry_delay": "seconds before a robots.txt that failed to load is asked again",
-    "robots_max_attempts": "tries of a failing robots.txt before the answer is final: its"
-    " host's URLs are excluded (robots_unavailable) until it is asked again",
+    "robots_retry_delay": "seconds before a robots.txt that failed to load is asked again"
+    " (doubling each try); its host's URLs wait meanwhile",
+    "robots_max_attempts": "tries of a failing robots.txt (about an hour at the default"
+    " delay) before its host's URLs are excluded (robots_unavailable) until it answers again",
     "max_crawl_delay": "the longest Crawl-delay honoured, in seconds",
     "dns_cache_seconds": "how long a resolved address is kept",
     "dns_negative_seconds": "how long a failed resolution is kept",

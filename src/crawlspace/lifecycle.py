@@ -111,3 +111,7 @@ ROBOTS_EXCLUDED = "robots"
 ROBOTS_UNAVAILABLE = "robots_unavailable"
 BLOCKED_ADDRESS = "blocked_address"
 ROBOTS_EXCLUSIONS = frozenset({ROBOTS_EXCLUDED, ROBOTS_UNAVAILABLE, BLOCKED_ADDRESS})
+
+# Why a URL failed without a request of its own: its host stopped answering for longer than
+# max_outage_seconds (frontier/outage.py). Revisited as a failure (revisit_failed_interval).
+HOST_DOWN = "host_down"

@@ -146,6 +146,9 @@ class Completion:
     state: str
     reason: str | None = None
     fetch: FetchRecord | None = None
+    # False: a retry whose failure its host shared (frontier/outage.py): the attempt the lease
+    # counted is given back, as a release gives it back.
+    charged: bool = True
     links: Sequence[LinkRecord] = ()
     discovered: Sequence[UrlCandidate] = ()
     # URLs refused at the frontier's entry, kept so `export --what urls` can say why: (url, reason).

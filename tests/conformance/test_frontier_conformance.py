@@ -113,6 +113,31 @@ def test_retry_requeues_and_the_crawl_ends(make_frontier: FrontierFactory) -> No
     assert frontier.in_flight() == 0
 
 
+def test_a_retry_its_host_failed_gives_its_attempt_back(make_frontier: FrontierFactory) -> None:
+    """frontier/outage.py: a request its host did not answer, during the host's outage, is not
+    the URL's failure: the retry keeps the attempt count it had before the lease."""
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand("http://a", "/1")], 0.0)
+    (robots,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
+    (page,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    assert page.attempt == 1
+    host_failed = Completion(
+        state="queued", reason="connect_error", charged=False, next_allowed_at=1.0
+    )
+    for at in (1.0, 2.0, 3.0, 4.0):
+        assert frontier.complete(page, host_failed, at - 0.5)
+        (page,) = frontier.lease(at, 1, LEASE_SECONDS)
+        assert page.attempt == 1, "never charged for its host"
+        host_failed = Completion(
+            state="queued", reason="connect_error", charged=False, next_allowed_at=at + 1.0
+        )
+    own = Completion(state="queued", reason="connect_error", next_allowed_at=6.0)
+    assert frontier.complete(page, own, 5.0)
+    (page,) = frontier.lease(6.0, 1, LEASE_SECONDS)
+    assert page.attempt == 2, "its own failure counts"
+
+
 def drive(
     frontier: Frontier,
     durations: dict[str, float],

@@ -87,7 +87,6 @@ max_throttled_seconds = {MAX_THROTTLED_SECONDS}
 backoff_base = 0.2
 retry_delay = 0.1
 lease_grace = 2.0
-host_pause_after = 10
 robots_retry_delay = 0.5
 """
 

@@ -116,6 +116,13 @@ def _in_parts(body_parts: Sequence[bytes], headers: Sequence[tuple[str, str]]) -
     return route
 
 
+async def _reset_before_answer(w: asyncio.StreamWriter) -> None:
+    """The request read, then the connection reset (SO_LINGER 0) before a byte of answer."""
+    sock = w.transport.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    w.transport.abort()
+
+
 MEMBER_A, MEMBER_B = gzip.compress(b"A" * 1000, mtime=0), gzip.compress(b"B" * 1000, mtime=0)
 GZIP = [("Content-Encoding", "gzip")]
 # 1,000 stacked codings: a decoder per coding used to recurse once per layer, past the stack.
@@ -135,6 +142,7 @@ ROUTES: dict[str, Route] = {
     "/big": _fixed("200 OK", bytes(MIB)),
     "/bomb": _gzip_bomb,
     "/drip": _drip,
+    "/reset-before-answer": _reset_before_answer,
     "/members-at-chunk-end": _in_parts([MEMBER_A, MEMBER_B], GZIP),
     "/members-magic-split": _in_parts([MEMBER_A + MEMBER_B[:1], MEMBER_B[1:]], GZIP),
     "/members-too-many": _fixed("200 OK", gzip.compress(b" ", mtime=0) * 1001, GZIP),
@@ -349,6 +357,18 @@ async def test_connection_refused() -> None:
         config = CrawlConfig(allow_nets=("127.0.0.0/8",), connect_timeout=2.0, total_timeout=5.0)
         with pytest.raises(ConnectError):
             await _fetch(config, FetchRequest(f"http://127.0.0.1:{port}/"))
+
+
+async def test_a_reset_before_the_answer_is_one_request_and_a_connect_error(
+    server: RawServer,
+) -> None:
+    """One request per fetch, as the server counts them: aiohttp would send a GET again on a
+    new connection after a reset (politeness counts requests, and the outage rules count this
+    one as unanswered: frontier/outage.py)."""
+    with pytest.raises(ConnectError) as info:
+        await _fetch(_config(server), FetchRequest(server.url("/reset-before-answer")))
+    assert info.value.reason == "connect_error"
+    assert (server.connections, len(server.requests)) == (1, 1)
 
 
 async def test_resolved_hostname_blocked_before_connecting(server: RawServer) -> None:

@@ -12,8 +12,6 @@ POLICY = BackoffPolicy(
     max_seconds=3600.0,
     jitter=0.25,
     retry_seconds=2.0,
-    pause_after=3,
-    pause_seconds=300.0,
 )
 
 
@@ -43,16 +41,19 @@ def test_throttling_widens_the_gap_and_success_narrows_it_back() -> None:
     assert POLICY.on_throttled(POLICY.max_level, 0, None, 0.5).level == POLICY.max_level
 
 
-def test_failures_retry_exponentially_then_pause_the_host() -> None:
-    first = POLICY.on_failure(0, 0, attempt=1, rand=0.5)
-    assert (first.failures, first.wait) == (1, 2.0)
-    second = POLICY.on_failure(0, 1, attempt=2, rand=0.5)
-    assert (second.failures, second.wait) == (2, 4.0)
-    third = POLICY.on_failure(0, 2, attempt=3, rand=0.5)
-    assert third.failures == 3
-    assert third.wait == 300.0, "a streak of failures pauses the host"
-    fourth = POLICY.on_failure(0, 3, attempt=1, rand=0.5)
-    assert fourth.wait == 600.0
+def test_failures_double_the_hosts_wait_per_failure_in_a_row() -> None:
+    streak, waits = 0, []
+    for _ in range(6):
+        wait = POLICY.on_failure(0, streak, rand=0.5)
+        streak = wait.failures
+        waits.append(wait.wait)
+    # A 35 s outage is probed at about 2, 6, 14, 30 and 62 s: no pause of minutes.
+    assert waits == [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    assert streak == 6
+    assert POLICY.on_failure(0, 40, rand=0.5).wait == 3600.0, "capped at max_seconds"
+    assert POLICY.on_failure(0, 10_000, rand=1.0).wait == 3600.0, "even jittered, huge streaks"
+    assert POLICY.on_failure(0, 2, rand=0.0).wait == pytest.approx(6.0)
+    assert POLICY.on_failure(0, 2, rand=1.0).wait == pytest.approx(10.0)
     assert POLICY.on_success(0).failures == 0
 
 

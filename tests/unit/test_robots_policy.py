@@ -14,7 +14,7 @@ from crawlspace.robots import RobotsPolicy, after_redirects, classify_status, ro
 from crawlspace.robots.policy import CacheHeaders, freshness_seconds, rules_for
 
 HOST = "http://example.com:8080"
-POLICY = RobotsPolicy()
+POLICY = RobotsPolicy(max_attempts=3)
 T0 = 1_000.0
 
 
@@ -108,7 +108,8 @@ def test_failures_back_off_exponentially_then_give_up() -> None:
     record = POLICY.record_for(HOST, 503, b"", now, previous=record)
     assert record.attempts == 3
     assert record.outcome == "disallow_all"
-    assert record.expires_at == now + 86400
+    # Given up: asked again after one more backoff step (240 s), not after a day.
+    assert record.expires_at == now + 240
     assert record.error == "robots_unavailable"
     now = record.expires_at
     record = POLICY.record_for(HOST, 200, b"User-agent: *\nAllow: /\n", now, previous=record)

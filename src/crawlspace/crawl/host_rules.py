@@ -1,7 +1,8 @@
 """What the crawl learns about each host, applied to its leases and links on any engine: trap
 verdicts by yield (frontier/trap_yield.py), rel=canonical rewrites (frontier/canonical.py) and
 URL equivalences learned from content (frontier/url_equivalence.py); it also reads when the
-host's current throttling streak began (frontier/backoff.py), with the same notes.
+host's current throttling streak began (frontier/backoff.py) and its outage
+(frontier/outage.py: a host given up fails its queued URLs unfetched), with the same notes.
 
 All of it is kept as host notes in the store, so every worker of a shared frontier counts into
 the same evidence and a resumed crawl keeps what it learned. Conclusions live in one small note
@@ -32,7 +33,9 @@ from crawlspace.frontier.backoff import THROTTLE_NOTE, throttled_since
 from crawlspace.frontier.budgets import WINDOW_NOTE
 from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
+from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, OutagePolicy, down, read_outage
 from crawlspace.frontier.priority import DEPTH_WEIGHT
+from crawlspace.lifecycle import HOST_DOWN
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
 from crawlspace.store.base import AddResult
 from crawlspace.urls import normalize
@@ -61,10 +64,12 @@ class HostRules:
         now: Callable[[], float],
         *,
         learn_equivalence: bool = True,
+        outages: OutagePolicy | None = None,
     ) -> None:
         self._store = store
         self._rules = rules
         self._now = now
+        self._outages = outages or OutagePolicy()
         self._learn_equivalence = learn_equivalence
         # The host notes each lease in progress read before its fetch (lease id -> notes):
         # one read serves the lease's three steps. No other page of the host is in flight
@@ -74,7 +79,7 @@ class HostRules:
     def _note_names(self, url: str) -> list[str]:
         """Every host note a visit of ``url`` may read: the conclusions, and the evidence a
         first visit may add to."""
-        names = [LEARNED, canon.NOTE, THROTTLE_NOTE, WINDOW_NOTE]
+        names = [LEARNED, canon.NOTE, THROTTLE_NOTE, OUTAGE_NOTE, WINDOW_NOTE]
         if self._learn_equivalence:
             names += dust.note_names(url)
         family = traps.url_family(url) if self._rules.sample else None
@@ -98,6 +103,11 @@ class HostRules:
         from the notes read before its fetch."""
         return throttled_since(self._notes(lease).get(THROTTLE_NOTE))
 
+    def outage(self, lease: Lease) -> Outage | None:
+        """The lease's host's current run of unanswered requests (frontier/outage.py), from
+        the notes read before its fetch."""
+        return read_outage(self._notes(lease).get(OUTAGE_NOTE))
+
     def forget(self, lease: Lease) -> None:
         """The lease's run ended: drop what was read for it."""
         self._read.pop(lease.lease_id, None)
@@ -108,9 +118,12 @@ class HostRules:
         return learned
 
     def before_fetch(self, lease: Lease) -> Completion | None:
-        """The exclusion that ends a leased URL unfetched, or None to fetch it."""
+        """The exclusion (or the given-up host's failure) that ends a leased URL unfetched, or
+        None to fetch it."""
         notes = self._store.host_notes(lease.host_key, self._note_names(lease.url))
         self._read[lease.lease_id] = notes
+        if down(self._outages, read_outage(notes.get(OUTAGE_NOTE)), self._now()):
+            return Completion(state="failed", reason=HOST_DOWN)
         learned = self._usable(Learned.decode(notes.get(LEARNED)))
         if not learned:
             return None

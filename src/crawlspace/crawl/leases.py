@@ -29,6 +29,7 @@ from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
 from crawlspace.errors import StoreIOError
 from crawlspace.faults import crash_point, drop_ack
+from crawlspace.frontier.outage import OutagePolicy
 from crawlspace.frontier.plans import plan_completion
 from crawlspace.frontier.revisit import plan_revisit
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
@@ -154,6 +155,7 @@ class LeaseRunner:
             yield_rules(parts.config),
             parts.clock.now,
             learn_equivalence=parts.config.learn_url_equivalence,
+            outages=OutagePolicy(parts.config.max_attempts, parts.config.max_outage_seconds),
         )
         self.tally = LeaseTally()
         self._flushed_waits = 0
@@ -191,7 +193,8 @@ class LeaseRunner:
                 await self.commit(lease, learned)
                 return
             since = self.host_rules.throttled_since(lease)
-            completion = await visitor.visit_page(lease, record, rules, since)
+            outage = self.host_rules.outage(lease)
+            completion = await visitor.visit_page(lease, record, rules, since, outage)
             await self.commit(lease, completion)
         except AddressBusyError as busy:
             # Nothing was sent: the lease goes back and its host waits for the address (another

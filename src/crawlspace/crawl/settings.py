@@ -49,7 +49,6 @@ _LESS_POLITE_WHEN_LOWER: Final = frozenset(
         "backoff_base",
         "max_backoff",
         "retry_delay",
-        "host_pause_seconds",
         "robots_retry_delay",
         "robots_min_cache_seconds",  # robots.txt refetched more often
     }
@@ -58,7 +57,7 @@ _LESS_POLITE_WHEN_HIGHER: Final = frozenset(
     {
         "max_in_flight_per_host",
         "max_in_flight_per_ip",
-        "host_pause_after",
+        "max_outage_seconds",
         "max_attempts",
         "max_throttled_attempts",
         "max_throttled_seconds",

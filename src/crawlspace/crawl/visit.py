@@ -35,6 +35,8 @@ from crawlspace.errors import BlockedAddressError, FetchError, ParseBudgetError
 from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 from crawlspace.frontier.backoff import THROTTLE_NOTE, HostWait, throttle_note
+from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, answered, failed_fetch
+from crawlspace.lifecycle import HOST_DOWN
 from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.parse.processors import ProcessedContent
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
@@ -59,9 +61,11 @@ class Visitor:
         robots: RobotsRecord,
         rules: RobotsTxt,
         throttled_since: float | None = None,
+        outage: Outage | None = None,
     ) -> Completion:
         """Fetch the leased page (``throttled_since``: when its host's current throttling
-        streak began, frontier/backoff.py) and say how its visit ended."""
+        streak began, frontier/backoff.py; ``outage``: its host's current run of unanswered
+        requests, frontier/outage.py) and say how its visit ended."""
         config = self._parts.config
         if robots.outcome == DISALLOW_ALL and robots.error in FINAL_ROBOTS_ERRORS:
             return Completion(state="excluded", reason=robots.error)
@@ -87,10 +91,11 @@ class Visitor:
         except FetchError as exc:
             ended = self._parts.now()
             host = self._parts.backoff.on_failure(
-                lease.host_backoff, lease.host_failures, lease.attempt, self._parts.rand()
+                lease.host_backoff, lease.host_failures, self._parts.rand()
             )
-            state = "queued" if lease.attempt < config.max_attempts else "failed"
-            completion = Completion(state=state, reason=exc.reason)
+            completion, given_up = self._failed(lease, exc.reason, outage, ended)
+            if given_up:  # its queued URLs fail next, unsent (frontier/outage.py)
+                host = replace(host, wait=0.0)
             return self._schedule_host(completion, host, ended, ended - started, crawl_delay)
         host = self._host_wait(lease, response)
         crash_point("after_response")
@@ -105,14 +110,40 @@ class Visitor:
         # A parsed page's records were built where it was parsed; appended before its commit.
         location = await self._parts.archive(response, records, lookup)
         crash_point("after_warc")
+        notes = dict(completion.notes)
         note = throttle_note(throttled_since, is_throttled(response), response.ended_at)
         if note is not None:
-            completion = replace(completion, notes={**completion.notes, THROTTLE_NOTE: note})
+            notes[THROTTLE_NOTE] = note
+        ended_outage = answered(outage)
+        if ended_outage is not None:
+            log.info("%s answers again", lease.host_key)
+            notes[OUTAGE_NOTE] = ended_outage
+        if notes != completion.notes:
+            completion = replace(completion, notes=notes)
         completion = self._schedule_host(
             completion, host, response.ended_at, response.elapsed, crawl_delay
         )
         fetch = fetch_record(lease, response, location, content, self._parts.config.product_token)
         return replace(completion, fetch=fetch)
+
+    def _failed(
+        self, lease: Lease, reason: str, outage: Outage | None, now: float
+    ) -> tuple[Completion, bool]:
+        """A request that got no complete response: charged to its URL, or to its host when the
+        host is not answering at all (frontier/outage.py); and whether the host was given up."""
+        end = failed_fetch(self._parts.outages, reason, lease.attempt, outage, now)
+        if end.given_up:
+            log.warning(
+                "%s has not answered for %.0f s (max_outage_seconds): its queued URLs fail as %s",
+                lease.host_key,
+                now - outage.since if outage is not None else 0.0,
+                HOST_DOWN,
+            )
+        elif outage is None and end.note:
+            log.info("%s does not answer (%s); probing it, its URLs kept", lease.host_key, reason)
+        notes = {} if end.note is None else {OUTAGE_NOTE: end.note}
+        completion = Completion(end.state, end.reason, charged=end.charged, notes=notes)
+        return completion, end.given_up
 
     def _host_wait(self, lease: Lease, response: FetchResponse) -> HostWait:
         status = response.status
@@ -123,7 +154,7 @@ class Visitor:
             )
         if status >= 500:
             return self._parts.backoff.on_failure(
-                lease.host_backoff, lease.host_failures, lease.attempt, self._parts.rand()
+                lease.host_backoff, lease.host_failures, self._parts.rand()
             )
         return self._parts.backoff.on_success(lease.host_backoff)
 
@@ -136,7 +167,7 @@ class Visitor:
         crawl_delay: float | None,
     ) -> Completion:
         """The host's next start: the politeness gap, widened while it throttles us, and never
-        before a Retry-After, backoff or pause it earned."""
+        before a Retry-After or backoff it earned."""
         gap = self._parts.politeness.gap(seconds, crawl_delay) * self._parts.backoff.gap_multiplier(
             host.level
         )

@@ -18,6 +18,7 @@ from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Discovery
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy
+from crawlspace.frontier.outage import OutagePolicy
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.processors import ProcessorRegistry
 from crawlspace.records import Lease
@@ -66,9 +67,8 @@ class VisitParts:
             base_seconds=config.backoff_base,
             max_seconds=config.max_backoff,
             retry_seconds=config.retry_delay,
-            pause_after=config.host_pause_after,
-            pause_seconds=config.host_pause_seconds,
         )
+        self.outages = OutagePolicy(config.max_attempts, config.max_outage_seconds)
         self.rand = rand
         # robots.txt answers fetched from other hosts through redirects (robots_visit.py).
         self.hop_answers = HopAnswers()

@@ -139,6 +139,14 @@ class AiohttpTransport:
                 timeout=self._timeout,
                 headers={"User-Agent": self._config.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
             )
+            # aiohttp sends a GET again, on a new connection, when the first is reset before
+            # its answer (RFC 9112 §9.3.1 allows it for a reused connection; aiohttp does it for
+            # any). A crawler's lease is one request: the politeness gap, the address token and
+            # the outage rules (frontier/outage.py) all count it as one. No public switch: the
+            # attribute is the one aiohttp's own test client turns off (test_fetch.py checks
+            # that the server sees one request).
+            if hasattr(self._session, "_retry_connection"):
+                self._session._retry_connection = False
         return self._session
 
     async def close(self) -> None:

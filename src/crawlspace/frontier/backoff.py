@@ -7,7 +7,9 @@ is exclusive, so there are no lost updates):
   by ``widen_factor ** level``, so a host that throttles us is visited less often for a while and
   recovers slowly, never below the configured minimum.
 * ``failures`` (consecutive connection errors, timeouts, 5xx): reset by any response that is not
-  a server error. After ``pause_after`` of them in a row the host is paused, not hammered.
+  a server error. Each one in a row doubles the host's wait, from ``retry_seconds`` up to
+  ``max_seconds``: a failing host gets one request per step, whichever URLs are queued on it
+  (frontier/outage.py says which URL is charged for it).
 
 A throttling streak (answers that all asked us to wait, in a row) also keeps the time it began,
 as the host note ``THROTTLE_NOTE`` (:func:`throttle_note`), so the total wait can be capped:
@@ -36,8 +38,6 @@ class BackoffPolicy:
     max_level: int = 6
     jitter: float = 0.25
     retry_seconds: float = 2.0
-    pause_after: int = 5
-    pause_seconds: float = 300.0
 
     def gap_multiplier(self, level: int) -> float:
         return float(self.widen_factor ** max(0, min(level, self.max_level)))
@@ -62,15 +62,13 @@ class BackoffPolicy:
             wait = min(self._jittered(self.base_seconds * 2.0**level, rand), self.max_seconds)
         return HostWait(new_level, failures, wait)
 
-    def on_failure(self, level: int, failures: int, attempt: int, rand: float) -> HostWait:
-        """A connection error, timeout or 5xx: retry later; pause the host after a streak."""
+    def on_failure(self, level: int, failures: int, rand: float) -> HostWait:
+        """A connection error, timeout or 5xx: the host waits ``retry_seconds``, doubled for
+        each failure before it in a row (a 35 s outage is probed at about 2, 6, 14, 30 and 62
+        s, not paused for minutes), jittered, capped at ``max_seconds``."""
         streak = failures + 1
-        wait = self._jittered(self.retry_seconds * 2.0 ** max(attempt - 1, 0), rand)
-        if streak >= self.pause_after:
-            wait = max(
-                wait, min(self.pause_seconds * 2.0 ** (streak - self.pause_after), self.max_seconds)
-            )
-        return HostWait(level, streak, min(wait, self.max_seconds))
+        nominal = min(self.retry_seconds * 2.0 ** min(streak - 1, 64), self.max_seconds)
+        return HostWait(level, streak, min(self._jittered(nominal, rand), self.max_seconds))
 
 
 # The host note that holds when the host's current throttling streak began ("" or absent: none).

@@ -179,7 +179,7 @@ class RobotsPolicy:
 
     cache_seconds: float = 86400.0
     retry_delay: float = 60.0
-    max_attempts: int = 3
+    max_attempts: int = 7  # about an hour of tries at the default delay
     min_cache_seconds: float = 30.0
 
     def lifetime(self, cache: CacheHeaders | None, response_time: float) -> float:
@@ -241,8 +241,8 @@ class RobotsPolicy:
           ``attempts`` incremented and a retry after the backoff below;
         * otherwise the host is "disallow_all" (§2.3.1.4) and is retried after
           ``retry_delay * 2 ** (attempts - 1)`` seconds, capped at ``cache_seconds``; once
-          ``attempts`` reaches ``max_attempts`` the verdict stays "disallow_all" for
-          ``cache_seconds`` with error "robots_unavailable".
+          ``attempts`` reaches ``max_attempts`` the verdict is "disallow_all" with error
+          "robots_unavailable" (its host's URLs are excluded) until one more backoff step.
         """
         kind = classify_status(status)
         if kind == RULES:
@@ -266,13 +266,16 @@ class RobotsPolicy:
             )
         attempts = (previous.attempts if previous is not None else 0) + 1
         if attempts >= self.max_attempts:
+            # Asked again after one more backoff step, not a day: a URL of the host queued
+            # after that asks robots.txt first, and an answer then re-evaluates the URLs
+            # excluded meanwhile (crawl/leases.py), so a long outage loses them for that long.
             return RobotsRecord(
                 host_key,
                 status,
                 DISALLOW_ALL,
                 b"",
                 now,
-                now + self.cache_seconds,
+                now + self._backoff(attempts),
                 attempts,
                 UNAVAILABLE_ERROR,
             )

@@ -242,6 +242,8 @@ class MemoryFrontier:
         if url.state is UrlState.EXCLUDED and url.reason in ROBOTS_EXCLUSIONS:
             active.host.robots_excluded.add(url.url_id)  # its next robots.txt re-evaluates it
         if retry:
+            if not completion.charged:  # its host's failure, not its own (frontier/outage.py)
+                url.attempts -= 1
             self._enqueue(active.host, url)  # a retry keeps its attempt count
         else:
             if plan.day is not None and active.host.count_page(plan.day):

@@ -89,6 +89,7 @@ def _plan_args(
         int(duplicate),
         *_cash_args(cash),
         *_feed_args(feed, feed_maxlen),
+        int(completion.charged),
         len(notes),
         *(field for pair in notes.items() for field in pair),
         effects.sink,

@@ -129,7 +129,9 @@ def finish_url(db: sqlite3.Connection, lease: Lease, completion: Completion, now
     url_row = (completion.state, completion.reason, now, completion.etag, completion.last_modified)
     revisit = completion.revisit if completion.state != "queued" else None
     if revisit is None:  # a retry, or a URL never revisited
-        db.execute(_FINISH_URL + " WHERE id = ?", (*url_row, lease.url_id))
+        # Not charged: its host's failure, not its own; the attempt goes back (frontier/outage.py).
+        given_back = "" if completion.charged else ", attempts = attempts - 1"
+        db.execute(_FINISH_URL + given_back + " WHERE id = ?", (*url_row, lease.url_id))
         return
     db.execute(
         _FINISH_URL + ", revisit_interval = ?, next_fetch_at = ?, due_at = NULL,"

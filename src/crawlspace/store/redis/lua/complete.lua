@@ -14,7 +14,8 @@
 -- it while leased, which the client prices, reprice.lua),
 -- then the page's index feed record (the plan's feed_entry; frontier/feed.py): the feed stream's
 -- length cap ('' for no record), the document id, kind, meta JSON and packed page part ('' for
--- none), then the number of host notes to write with the completion (crawl/host_rules.py, and
+-- none), then 0 when a retry's attempt is given back (its host's failure: frontier/outage.py;
+-- else 1), then the number of host notes to write with the completion (crawl/host_rules.py, and
 -- what the plan's after_links returned: plans.py) and their names and texts, then the points the ids
 -- after it (this page's new URLs on its host) sink in their queue while still queued (0: none;
 -- the plan's LinkEffects.sink). A planned URL joins the bucket's due set, from which
@@ -41,13 +42,13 @@ local due = state ~= 'queued' and ARGV[21] ~= ''
 local before = marks(due)
 -- What the visit learned about its host: written only by the current lease, before its token
 -- goes back, so the host's next lease reads it.
-local notes = tonumber(ARGV[33])
+local notes = tonumber(ARGV[34])
 if notes > 0 then
   local fields = {}
-  for i = 34, 33 + 2 * notes do fields[#fields + 1] = ARGV[i] end
+  for i = 35, 34 + 2 * notes do fields[#fields + 1] = ARGV[i] end
   redis.call('HSET', P .. 'n:' .. host, unpack(fields))
 end
-local w = 34 + 2 * notes  -- where the sink and its URL ids begin
+local w = 35 + 2 * notes  -- where the sink and its URL ids begin
 -- '~' and the lease id: no lease any more, and which one ended here (see the status 2 above).
 r.state, r.reason, r.lease, r.epoch, r.at = state, ARGV[7], '~' .. lid, nil, ARGV[14]
 if ARGV[9] ~= '' then r.etag = ARGV[9] end
@@ -65,7 +66,9 @@ if state == 'excluded' and (ARGV[7] == 'robots' or ARGV[7] == 'robots_unavailabl
   redis.call('SADD', P .. 'rx:' .. host, id)
 end
 if state == 'queued' then
-  -- A retry keeps its attempt count and its version: versions count visits, not tries.
+  -- A retry keeps its attempt count (unless given back) and its version: versions count
+  -- visits, not tries.
+  if ARGV[33] == '0' then r.attempts = string.format('%d', (tonumber(r.attempts) or 0) - 1) end
   redis.call('ZADD', qkey(host), r.prio, qmember(id))
   redis.call('HINCRBY', ST, 'queued', 1)
 end
