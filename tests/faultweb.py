@@ -42,6 +42,11 @@ SLOW_DELAY = 0.05
 # the first; "dead" resets every connection once it has served DEAD_AFTER pages. The issue's
 # scenario is 35 s and a minute: the test runs it at a tenth (FAULTWEB_OUTAGE_SCALE=1: full).
 OUTAGE_SITES = ("outage", "robotsdown", "dead")
+# "sitemapflood" (tests/integration/test_sitemap_budget.py): its robots.txt names SITEMAP_LINES
+# sitemaps, the first an index of SITEMAP_INDEX_SIZE sitemaps, every one of them a 404.
+SITEMAP_LINES = 30
+SITEMAP_INDEX_SIZE = 2000
+SITEMAP_PAGES = 10
 OUTAGE_SCALE = float(os.environ.get("FAULTWEB_OUTAGE_SCALE", "0.1"))
 OUTAGE_AFTER = 8
 OUTAGE_SECONDS = 35.0 * OUTAGE_SCALE
@@ -236,6 +241,35 @@ async def robotsdown_robots(ex: Exchange) -> None:
     await ex.page("User-agent: *\nAllow: /\n", 200, "text/plain")
 
 
+def _origin(ex: Exchange) -> str:
+    host, port = ex.writer.get_extra_info("sockname")[:2]
+    return f"http://{host}:{port}"
+
+
+def sitemapflood_robots(ex: Exchange) -> str:
+    origin = _origin(ex)
+    lines = [f"Sitemap: {origin}/declared-{i}.xml" for i in range(1, SITEMAP_LINES)]
+    head = f"User-agent: *\nAllow: /\nSitemap: {origin}/index.xml\n"
+    return head + "\n".join(lines) + "\n"
+
+
+async def sitemapflood(ex: Exchange) -> None:
+    if ex.path == "/index.xml":
+        origin = _origin(ex)
+        entries = "".join(
+            f"<sitemap><loc>{origin}/sm/{i}.xml</loc></sitemap>" for i in range(SITEMAP_INDEX_SIZE)
+        )
+        index = (
+            '<?xml version="1.0"?><sitemapindex '
+            'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' + entries + "</sitemapindex>"
+        )
+        await ex.page(index, ctype="application/xml")
+    elif ex.path.endswith(".xml"):
+        await ex.page("gone", 404, "text/plain")
+    else:
+        await ex.page(_numbered_page(ex, SITEMAP_PAGES))
+
+
 async def broken(ex: Exchange) -> None:
     if ex.path == "/":
         await ex.page(links("/reset", "/drip"))
@@ -355,6 +389,7 @@ ROUTES: dict[str, Route] = {
     "outage": outage,
     "robotsdown": robotsdown,
     "dead": dead,
+    "sitemapflood": sitemapflood,
 }
 
 
@@ -389,6 +424,8 @@ async def serve(log_path: str) -> None:
                     await ex.page("", 301, "text/plain", [("Location", ROBOTS_HOPS[path])])
                 elif site == "redirects" and path == "/robots-final":
                     await ex.page("User-agent: *\nAllow: /\n", 200, "text/plain")
+                elif site == "sitemapflood" and path == "/robots.txt":
+                    await ex.page(sitemapflood_robots(ex), 200, "text/plain")
                 elif site == "robotsdown" and path == "/robots.txt":
                     await robotsdown_robots(ex)
                 elif path == "/robots.txt":
@@ -422,7 +459,7 @@ async def serve(log_path: str) -> None:
 
     servers = []
     ports = {}
-    for site in (*SITES, *OUTAGE_SITES):
+    for site in (*SITES, *OUTAGE_SITES, "sitemapflood"):
         server = await asyncio.start_server(handler(site), ADDRESSES.get(site, "127.0.0.1"), 0)
         servers.append(server)
         ports[site] = server.sockets[0].getsockname()[1]

@@ -13,6 +13,7 @@ from typing import Any
 
 from crawlspace.cli_index import add_index_commands
 from crawlspace.cli_options import (
+    DEFAULT_DASHBOARD_PORT,
     config_from,
     crawl_options,
     durability_options,
@@ -59,9 +60,9 @@ def _includes(args: argparse.Namespace, seeds: list[str]) -> dict[str, tuple[str
     return {"include": (*args.include, *parents)}
 
 
-def _cmd_crawl(args: argparse.Namespace) -> int:
-    from crawlspace.ops.runner import print_summary, run_crawl
-
+def _seeds_from(args: argparse.Namespace) -> list[str]:
+    """The seed URLs given as arguments, then those of ``--seeds FILE`` (one a line; ``#``
+    comments)."""
     seeds = list(args.seeds)
     if args.seeds_file:
         try:
@@ -72,6 +73,13 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         seeds += [
             line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
         ]
+    return seeds
+
+
+def _cmd_crawl(args: argparse.Namespace) -> int:
+    from crawlspace.ops.runner import print_summary, run_crawl
+
+    seeds = _seeds_from(args)
     # --log-json: stderr carries JSON lines only, so no progress line and no plain message.
     include = _includes(args, seeds)
     config = config_from(args, progress=not args.quiet and not args.log_json, **include)
@@ -97,7 +105,8 @@ def _start_beside(args: argparse.Namespace, stack: contextlib.ExitStack) -> None
     if args.dashboard:
         from crawlspace.dashboard.server import DashboardServer
 
-        dashboard = stack.enter_context(DashboardServer(args.out, args.dashboard_port))
+        port = DEFAULT_DASHBOARD_PORT if args.dashboard_port is None else args.dashboard_port
+        dashboard = stack.enter_context(DashboardServer(args.out, port))
         print(f"dashboard at {dashboard.url}", file=sys.stderr, flush=True)
     if args.index:
         from crawlspace.ops.indexer import following_index
@@ -244,20 +253,43 @@ def _stored_settings(args: argparse.Namespace) -> dict[str, object]:
 def _cmd_seed(args: argparse.Namespace) -> int:
     from crawlspace.crawl.worker import Resume, seed_frontier
 
-    include = _includes(args, args.seeds)
-    if args.index or args.dashboard:
-        raise ConfigError("--index and --dashboard go with each worker, not with seed")
+    seeds = _seeds_from(args)
+    include = _includes(args, seeds)
+    run_flags = [flag for flag, given in _run_flags(args) if given]
+    if run_flags:
+        # Settings of one run, read by each worker from its own command line: on seed they
+        # would be accepted and do nothing.
+        raise ConfigError(f"{', '.join(run_flags)} go with each worker, not with seed")
+    if not seeds and not args.sitemap:
+        raise ConfigError("nothing to add: give one or more URLs, --seeds FILE or --sitemap URL")
     config = config_from(args, progress=False, **include)
     added = seed_frontier(
         config,
         args.frontier,
-        args.seeds,
+        seeds,
         namespace=args.namespace,
         buckets=args.buckets,
         resume=Resume(given_from(args, **include), args.reconfigure),
     )
-    print(f"added {added} of {len(args.seeds)} seeds to {args.frontier}")
+    sitemaps = f" and {len(config.sitemaps)} sitemaps" if config.sitemaps else ""
+    print(f"added {added} of {len(seeds)} seeds{sitemaps} to {args.frontier}")
     return 0
+
+
+def _run_flags(args: argparse.Namespace) -> list[tuple[str, bool]]:
+    """The flags of a crawl's run (not stored with it: crawl/settings.py PER_RUN) and whether
+    this command line gave each."""
+    return [
+        ("--max-pages", args.max_pages is not None),
+        ("--max-bytes", args.max_bytes is not None),
+        ("--duration", args.duration is not None),
+        ("--concurrency", args.concurrency is not None),
+        ("--continuous", bool(args.continuous)),
+        ("--metrics-port", args.metrics_port is not None),
+        ("--dashboard", bool(args.dashboard)),
+        ("--dashboard-port", args.dashboard_port is not None),
+        ("--index", bool(args.index)),
+    ]
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
@@ -308,7 +340,7 @@ def _add_reading_commands(sub: Any) -> None:
 
     serve = sub.add_parser("serve", help="serve a live dashboard of a crawl on 127.0.0.1")
     serve.add_argument("dir", type=Path)
-    serve.add_argument("--port", type=port_number, default=8765)
+    serve.add_argument("--port", type=port_number, default=DEFAULT_DASHBOARD_PORT)
     serve.set_defaults(func=_cmd_serve, quiet=False, verbose=False)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a crawl")
@@ -348,8 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_reading_commands(sub)
     add_index_commands(sub)
 
-    seed = sub.add_parser("seed", help="add seed URLs to a shared (Redis) frontier")
-    seed.add_argument("seeds", nargs="+", metavar="SEED_URL")
+    seed = sub.add_parser("seed", help="add seed URLs (and sitemaps) to a shared (Redis) frontier")
+    seed.add_argument("seeds", nargs="*", metavar="SEED_URL")
+    seed.add_argument("--seeds", dest="seeds_file", type=Path, help="file with one seed per line")
     frontier_options(seed)
     crawl_options(seed)
     seed.set_defaults(func=_cmd_seed)

@@ -9,6 +9,8 @@ from typing import Any
 
 from crawlspace.config_sources import build_config, given_settings
 
+DEFAULT_DASHBOARD_PORT = 8765
+
 
 def crawl_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -106,7 +108,12 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         help="serve Prometheus metrics on 127.0.0.1",
     )
     add("--dashboard", action="store_true", help="serve the live dashboard on 127.0.0.1")
-    add("--dashboard-port", type=port_number, default=8765, metavar="PORT", help="(default 8765)")
+    add(
+        "--dashboard-port",
+        type=port_number,
+        metavar="PORT",
+        help=f"(default {DEFAULT_DASHBOARD_PORT})",
+    )
     add(
         "--index",
         action="store_true",

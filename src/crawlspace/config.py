@@ -86,7 +86,10 @@ class CrawlConfig:
     retry_delay: float = 2.0
     # A host that stops answering is probed, its URLs kept, for this long (frontier/outage.py);
     # then its queued URLs fail as host_down.
-    max_outage_seconds: float = 3600.0
+    max_outage_seconds: float = 600.0
+    # Distinct sitemap documents (robots.txt Sitemap lines, sitemap index entries) a host may
+    # cost (frontier/sitemap_budget.py); --sitemap ones are not counted.
+    max_sitemaps_per_host: int = 50
     follow_nofollow: bool = False
     # robots.txt (RFC 9309).
     robots_max_bytes: int = 512 * KIB
@@ -101,7 +104,7 @@ class CrawlConfig:
     # near 1 in 20 while a changed robots.txt is still seen within half a minute, not a day.
     robots_min_cache_seconds: float = 30.0
     robots_retry_delay: float = 60.0
-    robots_max_attempts: int = 7
+    robots_max_attempts: int = 4
     max_crawl_delay: float = 30.0
     # DNS cache: getaddrinfo exposes no TTL, so positive answers live this long (see fetch/dns.py).
     dns_cache_seconds: float = 300.0

@@ -74,6 +74,7 @@ def _check_counts(config: Any) -> None:
         "max_attempts",
         "max_throttled_attempts",
         "robots_max_attempts",
+        "max_sitemaps_per_host",
     ):
         if getattr(config, name) < 1 and name != "max_depth":
             raise ConfigError(f"{name} must be >= 1 (got {getattr(config, name)})")

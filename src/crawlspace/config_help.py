@@ -92,6 +92,8 @@ HELP: Final = {
     "max_backoff": "the longest backoff, and the longest Retry-After honoured",
     "retry_delay": "seconds a host waits after a failed fetch, doubling with each failure of"
     " the host in a row (up to max_backoff)",
+    "max_sitemaps_per_host": "distinct sitemaps (robots.txt Sitemap lines, sitemap index"
+    " entries) fetched per host; more are excluded as sitemap_budget (--sitemap ones not counted)",
     "max_outage_seconds": "how long a host that stops answering is probed with its URLs kept"
     " queued; then they fail as host_down (and are revisited like failures)",
     "follow_nofollow": "follow links marked nofollow (rel, meta robots, X-Robots-Tag)",
@@ -102,7 +104,7 @@ HELP: Final = {
     " or max-age=0 say",
     "robots_retry_delay": "seconds before a robots.txt that failed to load is asked again"
     " (doubling each try); its host's URLs wait meanwhile",
-    "robots_max_attempts": "tries of a failing robots.txt (about an hour at the default"
+    "robots_max_attempts": "tries of a failing robots.txt (over seven minutes at the default"
     " delay) before its host's URLs are excluded (robots_unavailable) until it answers again",
     "max_crawl_delay": "the longest Crawl-delay honoured, in seconds",
     "dns_cache_seconds": "how long a resolved address is kept",

@@ -1,11 +1,12 @@
 """Outages lose nothing (frontier/outage.py), judged from the server's log, on `crawlspace crawl`
 and on four workers over a 3-master Redis Cluster.
 
-The outage sites of tests/faultweb.py at a tenth of the issue's scale (retry_delay 0.2 s for 2 s):
-a host that resets every connection for 3.5 s after its 8th page gets a few requests while it is
-down, none of its URLs fails, and every page is fetched within 6 s of its return; a host whose
-robots.txt resets for 6 s gets every page once it answers; a host that never comes back is given
-up after max_outage_seconds, its queued URLs failed as host_down, and the crawl ends.
+The outage sites of tests/faultweb.py, at a tenth of the issue's time scale (every duration below
+and the crawl's retry delays; ``FAULTWEB_OUTAGE_SCALE=1`` runs the issue's own): a host that resets
+every connection for 35 s after its 8th page gets a few requests while it is down, none of its
+URLs fails, and every page is fetched within a minute of its return; a host whose robots.txt
+resets for a minute gets every page once it answers; a host that never comes back is given up
+after max_outage_seconds, its queued URLs failed as host_down, and the crawl ends.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ pytestmark = pytest.mark.slow  # outages of seconds (README: the quick subset)
 
 WORKERS = 4
 BUCKETS = 16
-TIMEOUT = 90.0
-MAX_OUTAGE_SECONDS = 5.0  # longer than the outage site's 3.5 s, shorter than forever
-BACK_WITHIN = 6.0  # the issue's "within a minute", at a tenth
-FEW = 6  # requests to a host while it is down: 0, 0.2, 0.6, 1.4, 3.0 s (+ jitter)
+SCALE = faultweb.OUTAGE_SCALE
+TIMEOUT = 60.0 + 300.0 * SCALE
+MAX_OUTAGE_SECONDS = 50.0 * SCALE  # longer than the outage site's 35 s, shorter than forever
+BACK_WITHIN = 60.0 * SCALE  # the issue's "every page within a minute after it answers again"
+FEW = 6  # requests to a host while it is down: at 0, 2, 6, 14 and 30 s (jittered)
 
 CONFIG = f"""
 [crawl]
@@ -45,9 +47,9 @@ min_delay = 0.05
 concurrency = 8
 total_timeout = 1.0
 read_timeout = 1.0
-retry_delay = 0.2
+retry_delay = {2.0 * SCALE}
 max_outage_seconds = {MAX_OUTAGE_SECONDS}
-robots_retry_delay = 1.0
+robots_retry_delay = {10.0 * SCALE}
 lease_grace = 2.0
 """
 

@@ -2,7 +2,8 @@
 verdicts by yield (frontier/trap_yield.py), rel=canonical rewrites (frontier/canonical.py) and
 URL equivalences learned from content (frontier/url_equivalence.py); it also reads when the
 host's current throttling streak began (frontier/backoff.py) and its outage
-(frontier/outage.py: a host given up fails its queued URLs unfetched), with the same notes.
+(frontier/outage.py: a host given up fails its queued URLs unfetched), with the same notes,
+and keeps each host's sitemap documents within its budget (frontier/sitemap_budget.py).
 
 All of it is kept as host notes in the store, so every worker of a shared frontier counts into
 the same evidence and a resumed crawl keeps what it learned. Conclusions live in one small note
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from crawlspace.dedup.sketch import Sketch
+from crawlspace.discovery.sitemaps import SITEMAP_SOURCE
 from crawlspace.frontier import canonical as canon
 from crawlspace.frontier import trap_yield as traps
 from crawlspace.frontier import url_equivalence as dust
@@ -35,6 +37,7 @@ from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, OutagePolicy, down, read_outage
 from crawlspace.frontier.priority import DEPTH_WEIGHT
+from crawlspace.frontier.sitemap_budget import SITEMAP_BUDGET, SITEMAP_NOTE, count_sitemaps
 from crawlspace.lifecycle import HOST_DOWN
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
 from crawlspace.store.base import AddResult
@@ -65,21 +68,26 @@ class HostRules:
         *,
         learn_equivalence: bool = True,
         outages: OutagePolicy | None = None,
+        max_sitemaps: int = 50,
     ) -> None:
         self._store = store
         self._rules = rules
         self._now = now
         self._outages = outages or OutagePolicy()
+        self._max_sitemaps = max_sitemaps
         self._learn_equivalence = learn_equivalence
         # The host notes each lease in progress read before its fetch (lease id -> notes):
         # one read serves the lease's three steps. No other page of the host is in flight
         # (max_in_flight_per_host 1) to change them meanwhile, bar what the lease writes.
         self._read: dict[str, dict[str, str]] = {}
 
-    def _note_names(self, url: str) -> list[str]:
-        """Every host note a visit of ``url`` may read: the conclusions, and the evidence a
+    def _note_names(self, lease: Lease) -> list[str]:
+        """Every host note a visit of ``lease`` may read: the conclusions, and the evidence a
         first visit may add to."""
+        url = lease.url
         names = [LEARNED, canon.NOTE, THROTTLE_NOTE, OUTAGE_NOTE, WINDOW_NOTE]
+        if lease.source == SITEMAP_SOURCE:
+            names.append(SITEMAP_NOTE)
         if self._learn_equivalence:
             names += dust.note_names(url)
         family = traps.url_family(url) if self._rules.sample else None
@@ -90,7 +98,7 @@ class HostRules:
     def _notes(self, lease: Lease) -> dict[str, str]:
         notes = self._read.get(lease.lease_id)
         if notes is None:  # a commit without before_fetch (a failed attempt): read them now
-            notes = self._store.host_notes(lease.host_key, self._note_names(lease.url))
+            notes = self._store.host_notes(lease.host_key, self._note_names(lease))
         return notes
 
     def read_for(self, lease: Lease) -> Mapping[str, str]:
@@ -120,7 +128,7 @@ class HostRules:
     def before_fetch(self, lease: Lease) -> Completion | None:
         """The exclusion (or the given-up host's failure) that ends a leased URL unfetched, or
         None to fetch it."""
-        notes = self._store.host_notes(lease.host_key, self._note_names(lease.url))
+        notes = self._store.host_notes(lease.host_key, self._note_names(lease))
         self._read[lease.lease_id] = notes
         if down(self._outages, read_outage(notes.get(OUTAGE_NOTE)), self._now()):
             return Completion(state="failed", reason=HOST_DOWN)
@@ -146,6 +154,8 @@ class HostRules:
         the host's next lease reads them), then screen its links: those into a flagged family
         of its own host refused, variants admitted as their equivalent form (each refusal
         counted and kept as an exclusion with its reason). Returns the completion to commit."""
+        if lease.source == SITEMAP_SOURCE:
+            completion = self._count_sitemaps(lease, completion)
         fetch = completion.fetch
         learning = fetch is not None and completion.state == "fetched" and lease.version == 1
         own_links = any(c.host_key == lease.host_key for c in completion.discovered)
@@ -164,6 +174,42 @@ class HostRules:
         if own_links and learned:
             return _screen(lease, completion, self._usable(learned))
         return completion
+
+    def _count_sitemaps(self, lease: Lease, completion: Completion) -> Completion:
+        """A sitemap index's documents within its host's sitemap budget
+        (frontier/sitemap_budget.py); those past it excluded."""
+        documents = [c.url for c in completion.discovered if c.source == SITEMAP_SOURCE]
+        if not documents:
+            return completion
+        notes = self._notes(lease)
+        count = count_sitemaps(documents, notes.get(SITEMAP_NOTE), self._max_sitemaps)
+        if count.note is not None:
+            notes[SITEMAP_NOTE] = count.note
+            completion = dataclasses.replace(
+                completion, notes={**completion.notes, SITEMAP_NOTE: count.note}
+            )
+        if not count.over:
+            return completion
+        over = set(count.over)
+        rejections = dict(completion.rejections)
+        rejections[SITEMAP_BUDGET] = rejections.get(SITEMAP_BUDGET, 0) + len(over)
+        return dataclasses.replace(
+            completion,
+            discovered=[c for c in completion.discovered if c.url not in over],
+            excluded=[*completion.excluded, *((url, SITEMAP_BUDGET) for url in count.over)],
+            rejections=rejections,
+        )
+
+    def declared_sitemaps(self, host_key: str, urls: Sequence[str]) -> Sequence[str]:
+        """The sitemaps a fresh robots.txt of ``host_key`` names, within the host's sitemap
+        budget; the count is written at once (the robots.txt lease holds the host's token)."""
+        note = self._store.host_notes(host_key, [SITEMAP_NOTE]).get(SITEMAP_NOTE)
+        count = count_sitemaps(urls, note, self._max_sitemaps)
+        if count.note is not None:
+            self._store.put_host_note(host_key, SITEMAP_NOTE, count.note)
+        if count.over:
+            self._store.bump_counters({f"rejected.{SITEMAP_BUDGET}": len(count.over)})
+        return count.admitted
 
     def _learn(
         self,

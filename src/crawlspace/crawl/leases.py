@@ -139,7 +139,7 @@ class LeaseRunner:
         self,
         parts: CrawlParts,
         *,
-        add_sitemaps: Callable[[list[str]], object],
+        add_sitemaps: Callable[[Sequence[str]], object],
         request_stop: Callable[[str], None],
     ) -> None:
         self._parts = parts
@@ -156,6 +156,7 @@ class LeaseRunner:
             parts.clock.now,
             learn_equivalence=parts.config.learn_url_equivalence,
             outages=OutagePolicy(parts.config.max_attempts, parts.config.max_outage_seconds),
+            max_sitemaps=parts.config.max_sitemaps_per_host,
         )
         self.tally = LeaseTally()
         self._flushed_waits = 0
@@ -240,9 +241,10 @@ class LeaseRunner:
         visit = await visitor.robots.visit_robots(lease, previous)
         rules = rules_for(visit.record)
         if visit.record.outcome == RULES and visit.record.attempts == 0 and rules.sitemaps:
-            # A fresh robots.txt: its sitemaps are seeds. Added before the robots commit,
-            # so a crash in between refetches robots.txt and adds them again (deduped).
-            self._add_sitemaps(rules.sitemaps)
+            # A fresh robots.txt: its sitemaps are seeds, as many as its host's sitemap budget
+            # allows. Added before the robots commit, so a crash in between refetches
+            # robots.txt and adds them again (deduped, and not counted twice).
+            self._add_sitemaps(self.host_rules.declared_sitemaps(lease.host_key, rules.sitemaps))
         if self._store.complete_robots(lease, visit.record, visit.next_allowed_at):
             self.tally.robots_done += 1
             if self.crawl_log is not None:

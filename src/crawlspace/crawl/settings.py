@@ -58,6 +58,7 @@ _LESS_POLITE_WHEN_HIGHER: Final = frozenset(
         "max_in_flight_per_host",
         "max_in_flight_per_ip",
         "max_outage_seconds",
+        "max_sitemaps_per_host",
         "max_attempts",
         "max_throttled_attempts",
         "max_throttled_seconds",

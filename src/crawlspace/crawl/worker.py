@@ -17,6 +17,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler, CrawlSummary, frontier_limits
 from crawlspace.crawl.settings import SettingChange, given_by_default, settle, stored_form
 from crawlspace.crawl.setup import lift_exclusions
+from crawlspace.errors import ConfigError
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.redis.scripts import ride_out
@@ -58,6 +59,9 @@ def open_frontier(
 
 
 log = logging.getLogger("crawlspace.crawl.worker")
+# Settings only the single-process engine can honour: a worker refuses them in one line. (A
+# Bloom filter per worker could say "definitely new" of a URL another worker added.)
+SINGLE_PROCESS_ONLY = frozenset({"bloom_expected_urls", "bloom_fp_rate"})
 # A worker starting during a failover waits for the cluster as the frontier's calls do.
 RETRY_SECONDS = 30.0
 
@@ -77,9 +81,15 @@ def shared_settings(
     """The settings of the crawl in ``namespace``: stored in Redis (``{ns}:settings``) by the
     first process, then used by every ``seed`` and ``worker``, as a crawl directory does; and
     the changes this process made to them (``--reconfigure``)."""
+    given = given_by_default(config) if resume.given is None else resume.given
+    refused = sorted(given & SINGLE_PROCESS_ONLY)
+    if refused:
+        raise ConfigError(
+            f"{', '.join(refused)}: the Bloom filter of a single-process crawl; a shared"
+            " frontier's seen set is exact in Redis with no filter in front (leave them out)"
+        )
     client = connect(url)
     key = f"{namespace}:settings"
-    given = given_by_default(config) if resume.given is None else resume.given
 
     def store(form: str, *, first: bool) -> bool:
         return bool(ride_out(lambda: client.set(key, form, nx=first), RETRY_SECONDS))
@@ -134,11 +144,14 @@ def seed_frontier(
     buckets: int = DEFAULT_BUCKETS,
     resume: Resume | None = None,
 ) -> int:
-    """Normalize ``seeds`` exactly as ``crawl`` does and add them to the shared frontier."""
+    """Normalize ``seeds`` exactly as ``crawl`` does and add them, and ``config.sitemaps``, to
+    the shared frontier; returns how many seeds were new."""
     with tempfile.TemporaryDirectory(prefix="crawlspace-seed-") as scratch:
         crawler = _crawler(config, Path(scratch), url, namespace, buckets, resume=resume)
         try:
-            return crawler.add_seeds(seeds)
+            added = crawler.add_seeds(seeds)
+            crawler.add_sitemaps(config.sitemaps)
+            return added
         finally:
             crawler.close()
 

@@ -51,7 +51,7 @@ UNANSWERED_REASONS: Final = frozenset({"connect_error", "connect_timeout", "dns_
 @dataclass(frozen=True, slots=True)
 class OutagePolicy:
     max_attempts: int = 3
-    max_outage_seconds: float = 3600.0
+    max_outage_seconds: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)

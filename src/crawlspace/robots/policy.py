@@ -179,7 +179,7 @@ class RobotsPolicy:
 
     cache_seconds: float = 86400.0
     retry_delay: float = 60.0
-    max_attempts: int = 7  # about an hour of tries at the default delay
+    max_attempts: int = 4  # tries over seven minutes at the default delay
     min_cache_seconds: float = 30.0
 
     def lifetime(self, cache: CacheHeaders | None, response_time: float) -> float:
