@@ -92,10 +92,10 @@ HELP: Final = {
     "max_backoff": "the longest backoff, and the longest Retry-After honoured",
     "retry_delay": "seconds a host waits after a failed fetch, doubling with each failure of"
     " the host in a row (up to max_backoff)",
-    "max_sitemaps_per_host": "distinct sitemaps (robots.txt Sitemap lines, sitemap index"
-    " entries) fetched per host; more are excluded as sitemap_budget (--sitemap ones not counted)",
     "max_outage_seconds": "how long a host that stops answering is probed with its URLs kept"
     " queued; then they fail as host_down (and are revisited like failures)",
+    "max_sitemaps_per_host": "distinct sitemaps (robots.txt Sitemap lines, sitemap index"
+    " entries) fetched per host; more are excluded as sitemap_budget (--sitemap ones not counted)",
     "follow_nofollow": "follow links marked nofollow (rel, meta robots, X-Robots-Tag)",
     "robots_max_bytes": "bytes of robots.txt read (RFC 9309 asks for at least 500 KiB)",
     "robots_cache_seconds": "the longest a robots.txt answer is kept, and how long when its"
