@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -64,6 +65,7 @@ concurrency = 4
 scope = "any"
 total_timeout = 5.0
 lease_grace = 2.0
+sample_seconds = 0.05
 """
 
 
@@ -90,6 +92,7 @@ class Crawled:
     hosts: dict[str, str]  # site name -> host key
     disallowed: str
     wait_calls: dict[int, int]  # master port -> WAIT commands it ran during the crawl
+    outs: list[Path]  # the workers' own directories
 
     @property
     def frontier(self) -> list[str]:
@@ -171,7 +174,8 @@ def crawled(
         disallowed = farm.url("r", "/p3.html")
     after = wait_calls(deployment)
     calls = {port: after[port] - before.get(port, 0) for port in after}
-    return Crawled(deployment, namespace, fetched, hosts, disallowed, calls)
+    outs = [tmp / f"w{i}" for i in range(2)]
+    return Crawled(deployment, namespace, fetched, hosts, disallowed, calls, outs)
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -205,6 +209,29 @@ def test_stats_match_the_server_log(crawled: Crawled, capsys: pytest.CaptureFixt
     table = run_cli(capsys, "stats", *crawled.frontier)
     assert "shared frontier" in table
     assert f"{stats['urls']} (0 queued)" in table
+
+
+def test_link_counters_are_crawl_wide(
+    crawled: Crawled, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each page's link dedup counters reach the shared frontier (and its worker's own
+    directory): the crawl-wide figures are the workers' sums."""
+    stats = json.loads(run_cli(capsys, "stats", *crawled.frontier, "--json"))
+    workers = [json.loads(run_cli(capsys, "stats", str(out), "--json")) for out in crawled.outs]
+    for name in ("links_total", "links_distinct_raw", "links_distinct_policy"):
+        assert stats["dedup"][name] == sum(w["dedup"].get(name, 0) for w in workers) > 0, name
+    assert 0.0 <= stats["dedup"]["link_duplicate_rate_raw"] < 1.0
+
+
+def test_a_workers_samples_show_the_crawl_wide_discovery(crawled: Crawled) -> None:
+    """A worker's own directory counts none of the URLs the frontier admits: its samples take
+    the crawl's pages and URLs known, so the discovery ratio is the crawl's, not 0."""
+    for out in crawled.outs:
+        with sqlite3.connect(out / "crawl.db") as db:
+            rows = db.execute("SELECT discovered, discovery_ratio FROM samples").fetchall()
+        assert rows, out
+        assert max(discovered for discovered, _ in rows) >= len(crawled.fetched)
+        assert any(ratio is not None and ratio > 0 for _, ratio in rows), rows
 
 
 def test_export_urls_events_and_hosts(

@@ -16,10 +16,13 @@ def frontier_summary(
     url: str, *, namespace: str = "cs", buckets: int | None = None
 ) -> dict[str, Any]:
     """``store.redis.views.frontier_stats`` of the crawl at ``url``, opened for reading only."""
+    from crawlspace.ops.stats import link_duplicate_rates
     from crawlspace.store.redis.views import frontier_stats, frontier_view
 
     with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
-        return frontier_stats(frontier)
+        stats = frontier_stats(frontier)
+    stats["dedup"].update(link_duplicate_rates(stats["dedup"]))
+    return stats
 
 
 def _pairs(counts: dict[str, int]) -> str:

@@ -8,13 +8,14 @@ the engine modules that write those tables.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from crawlspace.frontier.budgets import WINDOW_NOTE, decode_window
 from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 
-__all__ = ["dedup_stats", "freshness_stats", "trap_stats"]
+__all__ = ["dedup_stats", "freshness_stats", "link_duplicate_rates", "trap_stats"]
 
 
 def dedup_stats(db: sqlite3.Connection) -> dict[str, int | float]:
@@ -32,12 +33,20 @@ def dedup_stats(db: sqlite3.Connection) -> dict[str, int | float]:
             "SELECT COUNT(dup_of), COUNT(near_dup_of), COUNT(DISTINCT near_dup_of) FROM fetches"
         ).fetchone()
         out.update(exact_duplicates=exact, near_duplicates=near, near_clusters=clusters)
-    total = counters.get("dedup.links_total", 0)
-    for stage in ("raw", "normalized", "policy"):
-        distinct = counters.get(f"dedup.links_distinct_{stage}")
-        if total and distinct is not None:
-            out[f"link_duplicate_rate_{stage}"] = round(1.0 - distinct / total, 4)
+    out.update(link_duplicate_rates(out))
     return out
+
+
+def link_duplicate_rates(dedup: Mapping[str, int | float]) -> dict[str, float]:
+    """The share of a crawl's links that were duplicates, at each stage of link dedup, from
+    its ``dedup.`` counters (prefix removed): a crawl's, or a shared frontier's."""
+    total = dedup.get("links_total", 0)
+    rates = {}
+    for stage in ("raw", "normalized", "policy"):
+        distinct = dedup.get(f"links_distinct_{stage}")
+        if total and distinct is not None:
+            rates[f"link_duplicate_rate_{stage}"] = round(1.0 - distinct / total, 4)
+    return rates
 
 
 def freshness_stats(db: sqlite3.Connection) -> dict[str, Any]:

@@ -226,6 +226,11 @@ class Store(Frontier, CrawlRecordsView, Protocol):
 
     def ready_hosts(self, now: float) -> int: ...
 
+    def crawl_progress(self) -> tuple[int, int] | None:
+        """(pages fetched, URLs known) across every process of a shared frontier, for the
+        crawl-wide discovery ratio; None when this process's own counts are the crawl's."""
+        ...
+
     def scope_seeds(self) -> list[str]:
         """URLs of the seeds' hosts and ports, what the crawl's scope starts from (the seeds
         themselves, or their host keys)."""

@@ -47,9 +47,12 @@ def _merged(given: Mapping[str, int], more: Mapping[str, int]) -> dict[str, int]
     return out
 
 
-def _shared_counts(rejections: Mapping[str, int], verdict: ContentVerdict | None) -> dict[str, int]:
+def _shared_counts(
+    rejections: Mapping[str, int], verdict: ContentVerdict | None, counters: Mapping[str, int]
+) -> dict[str, int]:
     """What a committed completion adds to the crawl-wide counters (``stats --frontier``)."""
     counts = {f"rejected.{name}": n for name, n in rejections.items()}
+    counts.update(counters)
     if verdict is not None and verdict.exact_of is not None:
         counts["dedup.exact_duplicates"] = 1
     elif verdict is not None and verdict.near_of is not None:
@@ -160,6 +163,9 @@ class SharedStore(RecordsDelegate):
     def ready_hosts(self, now: float) -> int:
         return self.frontier.ready_hosts(now)
 
+    def crawl_progress(self) -> tuple[int, int] | None:
+        return self.frontier.fetched_pages(), self.frontier.seen_urls()
+
     # -- completions: shared write first, local rows committed only if it succeeded -------------
 
     def complete(self, lease: Lease, completion: Completion, now: float) -> Outcome | None:
@@ -195,7 +201,9 @@ class SharedStore(RecordsDelegate):
                     self.records.write_notes(db, host_id, completion.notes)
                 rejections = _merged(completion.rejections, outcome.rejections)
                 self.records.count(db, rejections)
-                self.frontier.count(_shared_counts(rejections, verdict))  # crawl-wide
+                if completion.counters:  # the page's link duplicates (dedup.links_*)
+                    sqlite_dedup.bump_counters(db, completion.counters)
+                self.frontier.count(_shared_counts(rejections, verdict, completion.counters))
         except _Stale:
             return None
         return outcome

@@ -47,6 +47,8 @@ class SampledStore(Protocol):
 
     def ready_hosts(self, now: float) -> int: ...
 
+    def crawl_progress(self) -> tuple[int, int] | None: ...
+
     def record_sample(self, sample: dict[str, float | None]) -> None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
@@ -61,7 +63,8 @@ class Telemetry:
         self.metrics_url: str | None = None
         self._started = False
         self._next_at = 0.0
-        self._last: tuple[float, int, int] | None = None  # (ts, pages, discovered)
+        # (ts, pages, discovered: the crawl's; pages: this process's)
+        self._last: tuple[float, int, int, int] | None = None
         self.pages = self.bytes = self.errors = self.html_pages = 0
         # Texts seen, to count duplicate pages without re-reading the fetches table (a COUNT
         # DISTINCT is O(pages) per sample). A Bloom filter, not a set of hashes: its memory is
@@ -174,17 +177,20 @@ class Telemetry:
             robots = dict(db.execute("SELECT outcome, COUNT(*) FROM robots GROUP BY outcome"))
         finally:
             db.close()
+        # Workers of a shared frontier: the discovery ratio is the crawl's, not one worker's
+        # pages against URLs its own directory never counts.
+        shared = self.store.crawl_progress()
+        pages, discovered = (self.pages, discovered) if shared is None else shared
         rate, ratio = 0.0, None
         if self._last is not None:
-            last_ts, last_pages, last_discovered = self._last
-            new_pages = self.pages - last_pages
+            last_ts, last_pages, last_discovered, last_own = self._last
             # The last sample of a run can come moments after the one before it: dividing by
             # at least one interval keeps that short tail from showing as a spike.
-            rate = new_pages / max(now - last_ts, self.interval)
-            if new_pages > 0:
+            rate = (self.pages - last_own) / max(now - last_ts, self.interval)
+            if pages > last_pages:
                 # A finite site's ratio falls toward zero; a crawler trap keeps it flat.
-                ratio = (discovered - last_discovered) / new_pages
-        self._last = (now, self.pages, discovered)
+                ratio = (discovered - last_discovered) / (pages - last_pages)
+        self._last = (now, pages, discovered, self.pages)
         self._next_at = now + self.interval
         row: dict[str, float | None] = {
             "ts": now,

@@ -382,6 +382,9 @@ class SqliteStore(RecordsDelegate):
         row = self._db.execute("SELECT COUNT(*) FROM hosts WHERE ready_at <= ?", (now,)).fetchone()
         return int(row[0])
 
+    def crawl_progress(self) -> tuple[int, int] | None:
+        return None  # one process: telemetry counts its own
+
     def scope_seeds(self) -> list[str]:
         return [
             str(row[0]) for row in self._db.execute("SELECT url FROM urls WHERE source = 'seed'")
