@@ -103,10 +103,14 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
 def _start_beside(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
     """What runs beside a crawl or worker until it ends: the dashboard, the search index."""
     if args.dashboard:
+        from crawlspace.dashboard.data import SharedFrontier
         from crawlspace.dashboard.server import DashboardServer
 
         port = DEFAULT_DASHBOARD_PORT if args.dashboard_port is None else args.dashboard_port
-        dashboard = stack.enter_context(DashboardServer(args.out, port))
+        shared = None
+        if getattr(args, "frontier", None):  # a worker's: the crawl's figures
+            shared = SharedFrontier(args.frontier, args.namespace, args.buckets)
+        dashboard = stack.enter_context(DashboardServer(args.out, port, frontier=shared))
         print(f"dashboard at {dashboard.url}", file=sys.stderr, flush=True)
     if args.index:
         from crawlspace.ops.indexer import following_index

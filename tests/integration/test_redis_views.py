@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -37,6 +38,8 @@ import redis
 from crawlspace.cli import main
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.setup import crawl_scope
+from crawlspace.dashboard.data import SharedFrontier
+from crawlspace.dashboard.server import DashboardServer
 from crawlspace.demo.webfarm import Site, WebFarm, html_site
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.redis.frontier import RedisFrontier, connect
@@ -211,9 +214,7 @@ def test_stats_match_the_server_log(crawled: Crawled, capsys: pytest.CaptureFixt
     assert f"{stats['urls']} (0 queued)" in table
 
 
-def test_link_counters_are_crawl_wide(
-    crawled: Crawled, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_link_counters_are_crawl_wide(crawled: Crawled, capsys: pytest.CaptureFixture[str]) -> None:
     """Each page's link dedup counters reach the shared frontier (and its worker's own
     directory): the crawl-wide figures are the workers' sums."""
     stats = json.loads(run_cli(capsys, "stats", *crawled.frontier, "--json"))
@@ -658,3 +659,26 @@ def test_the_seeds_set_keeps_one_entry_per_seed_host_and_the_same_scope(
     ]
     assert [from_hosts.reason(u) for u in probes] == [from_urls.reason(u) for u in probes]
     assert from_hosts.reason("http://d.test/") is not None  # the probes do tell scopes apart
+
+
+def test_a_workers_dashboard_shows_the_crawl(
+    crawled: Crawled, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`worker --dashboard`: the totals and the host table are the shared crawl's (what `stats
+    --frontier` says and the server served), not the one worker's directory."""
+    stats = json.loads(run_cli(capsys, "stats", *crawled.frontier, "--json"))
+    shared = SharedFrontier(crawled.deployment.url, crawled.namespace)
+    with (
+        DashboardServer(crawled.outs[0], frontier=shared) as server,
+        urllib.request.urlopen(server.url + "api/snapshot", timeout=30) as answer,
+    ):
+        snap = json.loads(answer.read())
+    assert snap["frontier"]["namespace"] == crawled.namespace
+    summary = snap["summary"]
+    assert summary["pages"] == stats["fetched"] == len(crawled.fetched)
+    assert (summary["urls"], summary["hosts"]) == (stats["urls"], len(SITES))
+    hosts = {h["host_key"]: h for h in snap["hosts"]}
+    assert set(hosts) == set(crawled.hosts.values())
+    assert sum(h["fetched"] for h in hosts.values()) == len(crawled.fetched)
+    own = json.loads(run_cli(capsys, "stats", str(crawled.outs[0]), "--json"))
+    assert own["pages"] < summary["pages"], "one worker's own pages are not the crawl's"

@@ -1,12 +1,14 @@
 """What the dashboard and the HTML report show, read from ``crawl.db`` on a read-only connection.
 
 One snapshot is a JSON-ready dict: the `crawlspace stats` summary, the sampled time series
-(columnar, as the charts want it), a per-host table and the most recent errors.
+(columnar, as the charts want it), a per-host table and the most recent errors. A worker of a
+shared frontier shows the crawl's totals and hosts, read from the frontier.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,15 +109,26 @@ def recent_errors(db: sqlite3.Connection, limit: int = MAX_ERRORS) -> list[dict[
     return [dict(row) for row in rows]
 
 
-def snapshot(out_dir: Path | str) -> dict[str, Any]:
-    """Everything one page view needs; ``ready`` is False while no crawl.db exists yet."""
+@dataclass(frozen=True, slots=True)
+class SharedFrontier:
+    """Where a worker's crawl-wide figures live: its shared frontier (``--frontier``)."""
+
+    url: str
+    namespace: str = "cs"
+    buckets: int | None = None
+
+
+def snapshot(out_dir: Path | str, frontier: SharedFrontier | None = None) -> dict[str, Any]:
+    """Everything one page view needs; ``ready`` is False while no crawl.db exists yet. A
+    worker's (``frontier`` given) shows the crawl's totals and hosts, read from the shared
+    frontier; its samples and recent errors are its own."""
     try:
         db = open_crawl_db(out_dir)
     except OutputDirError as exc:
         return {"ready": False, "message": str(exc)}
     try:
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        return {
+        data: dict[str, Any] = {
             "ready": True,
             "dir": str(out_dir),
             "summary": crawl_stats(out_dir),
@@ -126,3 +139,28 @@ def snapshot(out_dir: Path | str) -> dict[str, Any]:
         }
     finally:
         db.close()
+    if frontier is not None:
+        data.update(crawl_wide(frontier, data["summary"]))
+    return data
+
+
+def crawl_wide(frontier: SharedFrontier, own: dict[str, Any]) -> dict[str, Any]:
+    """A worker's snapshot parts that are the crawl's: totals and the busiest hosts."""
+    from crawlspace.ops.shared_report import frontier_hosts, frontier_summary
+
+    stats = frontier_summary(frontier.url, namespace=frontier.namespace, buckets=frontier.buckets)
+    summary = {
+        **own,
+        "pages": stats["fetched"],
+        "queued": stats["queued"],
+        "urls": stats["urls"],
+        "hosts": stats["hosts"],
+        "hosts_crawled": stats["hosts_crawled"],
+        "exact_duplicates": stats["dedup"].get("exact_duplicates", 0),
+        "rejections": stats["rejections"],
+    }
+    rows = frontier_hosts(
+        frontier.url, namespace=frontier.namespace, buckets=frontier.buckets, limit=MAX_HOSTS
+    )
+    shared = {"url": frontier.url, "namespace": frontier.namespace}
+    return {"summary": summary, "hosts": rows, "frontier": shared}

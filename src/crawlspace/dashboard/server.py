@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from crawlspace.dashboard.data import snapshot
+from crawlspace.dashboard.data import SharedFrontier, snapshot
 from crawlspace.dashboard.page import ASSETS, asset, served_page
 from crawlspace.errors import ConfigError
 
@@ -30,7 +30,9 @@ def _hostname(host: str) -> str:
     return host.split(":", 1)[0].lower()
 
 
-def make_app(out_dir: Path | str) -> web.Application:
+def make_app(out_dir: Path | str, frontier: SharedFrontier | None = None) -> web.Application:
+    """The dashboard of the crawl in ``out_dir`` (of a worker: ``frontier`` is its shared
+    frontier, whose crawl-wide figures it shows)."""
     page = served_page()
 
     async def index(_: web.Request) -> web.Response:
@@ -49,7 +51,7 @@ def make_app(out_dir: Path | str) -> web.Application:
 
     async def api_snapshot(_: web.Request) -> web.Response:
         # SQLite reads block; keep them off the event loop so slow queries do not stall it.
-        data = await asyncio.to_thread(snapshot, out_dir)
+        data = await asyncio.to_thread(snapshot, out_dir, frontier)
         return web.json_response(data, headers={"Cache-Control": "no-store"})
 
     @web.middleware
@@ -79,8 +81,15 @@ class DashboardServer:
     """The dashboard in a background thread with its own event loop (used by `crawl --dashboard`
     and by tests); ``port=0`` picks a free port."""
 
-    def __init__(self, out_dir: Path | str, port: int = 0, host: str = LOOPBACK) -> None:
+    def __init__(
+        self,
+        out_dir: Path | str,
+        port: int = 0,
+        host: str = LOOPBACK,
+        frontier: SharedFrontier | None = None,
+    ) -> None:
         self.out_dir = out_dir
+        self.frontier = frontier
         self.host = host
         self.port = port
         self._loop = asyncio.new_event_loop()
@@ -92,7 +101,7 @@ class DashboardServer:
         return f"http://{self.host}:{self.port}/"
 
     async def _start(self, sock: socket.socket) -> None:
-        self._runner = web.AppRunner(make_app(self.out_dir), access_log=None)
+        self._runner = web.AppRunner(make_app(self.out_dir, self.frontier), access_log=None)
         await self._runner.setup()
         await web.SockSite(self._runner, sock).start()
 

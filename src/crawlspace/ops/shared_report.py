@@ -6,6 +6,7 @@ directory: `crawlspace stats DIR`.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from rich.console import Console
@@ -23,6 +24,38 @@ def frontier_summary(
         stats = frontier_stats(frontier)
     stats["dedup"].update(link_duplicate_rates(stats["dedup"]))
     return stats
+
+
+# A dashboard refreshes every few seconds: its host table reads this many hosts at most.
+HOSTS_READ = 5000
+
+
+def frontier_hosts(
+    url: str, *, namespace: str = "cs", buckets: int | None = None, limit: int = 500
+) -> list[dict[str, Any]]:
+    """The busiest hosts of a shared crawl (of the first ``HOSTS_READ`` read), in the columns
+    of the dashboard's host table."""
+    from crawlspace.store.redis.views import frontier_view, iter_frontier_records
+
+    with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
+        read = list(itertools.islice(iter_frontier_records(frontier, "hosts"), HOSTS_READ))
+    read.sort(key=lambda h: (-h["fetched"], -h["queued"], h["host_key"]))
+    return [
+        {
+            "host_key": h["host_key"],
+            "queued": h["queued"],
+            "in_flight": h["in_flight"],
+            "admitted": h["admitted"],
+            "fetched": h["fetched"],
+            "next_allowed_at": h["next_allowed_at"],
+            "robots": h["robots_outcome"],
+            "robots_status": h["robots_status"],
+            "robots_expires_at": h["robots_expires_at"],
+            "backoff_level": h["backoff_level"],
+            "failures": h["failures"],
+        }
+        for h in read[:limit]
+    ]
 
 
 def _pairs(counts: dict[str, int]) -> str:

@@ -180,7 +180,10 @@
   function render(snap) {
     if (!snap.ready) { $("status").textContent = snap.message; return; }
     var s = snap.samples, ended = snap.meta.last_run_ended_at;
-    $("dir").textContent = snap.dir;
+    // A worker's dashboard: totals and hosts are the whole shared crawl's.
+    $("dir").textContent = snap.frontier
+      ? snap.dir + " (worker; totals and hosts: the crawl in namespace " + snap.frontier.namespace + ")"
+      : snap.dir;
     renderTotals(snap);
     renderPlot("plot-rate", s.ts, s.pages_per_s, "pages/s", "#4a78c2");
     renderPlot("plot-queued", s.ts, s.queued, "queued", "#2b9348");
