@@ -35,6 +35,9 @@ class UrlCandidate:
     lastmod: str | None = None
     changefreq: str | None = None
     sitemap_priority: float | None = None
+    # A known URL whose last visit ended before this time is due again now: its sitemap
+    # <lastmod> says it changed since (frontier/revisit.py stale_before). None: no such hint.
+    stale_before: float | None = None
 
     def at_priority(self, priority: int) -> UrlCandidate:
         """This candidate at ``priority``: ``dataclasses.replace`` at a third of its cost (a
@@ -49,6 +52,7 @@ class UrlCandidate:
             self.lastmod,
             self.changefreq,
             self.sitemap_priority,
+            self.stale_before,
         )
 
 

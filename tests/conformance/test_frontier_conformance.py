@@ -7,12 +7,13 @@ completion, leases that expire back into the queue, budgets, and a defined end.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from itertools import pairwise
 
 from crawlspace.clock import VirtualClock
 from crawlspace.frontier.politeness import PolitenessPolicy
-from crawlspace.records import Completion, Lease, LeaseKind
+from crawlspace.records import Completion, Lease, LeaseKind, RevisitPlan, UrlCandidate
 from crawlspace.store.base import Frontier, FrontierLimits
 from tests.conformance.conftest import (
     LEASE_SECONDS,
@@ -136,6 +137,31 @@ def test_a_retry_its_host_failed_gives_its_attempt_back(make_frontier: FrontierF
     assert frontier.complete(page, own, 5.0)
     (page,) = frontier.lease(6.0, 1, LEASE_SECONDS)
     assert page.attempt == 2, "its own failure counts"
+
+
+def test_a_sitemap_lastmod_after_the_last_visit_makes_its_revisit_due_now(
+    make_frontier: FrontierFactory,
+) -> None:
+    """UrlCandidate.stale_before (frontier/revisit.py): a known URL listed again with a lastmod
+    later than its last visit is due at once; one listed with an older lastmod keeps its plan."""
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand("http://a", "/1")], 0.0)
+    (robots,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    frontier.complete_robots(robots, robots_ok(robots, 0.0), 1.0)
+    (page,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    plan = RevisitPlan(interval=1000.0, next_fetch_at=1010.0, changed=True, content_hash="h")
+    visit = Completion(state="fetched", next_allowed_at=2.0, revisit=plan)
+    assert frontier.complete(page, visit, 10.0)
+    assert frontier.next_due_at() == 1010.0
+    listed = UrlCandidate("http://a/1", "http://a", 0, source="sitemap_entry", stale_before=5.0)
+    frontier.add([listed], 50.0)  # changed before the visit: nothing to fetch again
+    assert frontier.promote_due(60.0) == 0
+    assert frontier.next_due_at() == 1010.0
+    frontier.add([dataclasses.replace(listed, stale_before=40.0)], 60.0)
+    assert frontier.next_due_at() == 60.0
+    assert frontier.promote_due(60.0) == 1
+    (again,) = frontier.lease(60.0, 1, LEASE_SECONDS)
+    assert (again.url, again.version) == ("http://a/1", 2)
 
 
 def drive(

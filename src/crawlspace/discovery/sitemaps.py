@@ -13,6 +13,8 @@ Sources and depths:
   sitemap's own depth: the site declares it as part of its inventory, so it counts like a seed,
   which is how an orphan page no link reaches gets crawled. Its ``lastmod``, ``changefreq`` and
   ``priority`` travel with it into ``urls``, and the priority orders it (frontier/priority.py).
+  A ``lastmod`` later than a known URL's last visit makes it due again now
+  (frontier/revisit.py ``stale_before``; a crawl revisits with ``--continuous``).
 
 sitemaps.org also says a sitemap should only list URLs under its own directory; real sites
 (and Google) ignore that, so the crawl scope is the only host check here.
@@ -26,6 +28,7 @@ from collections.abc import Iterable
 
 from crawlspace.discovery.links import Admission, Discovery
 from crawlspace.frontier.priority import lastmod_age_days, url_priority
+from crawlspace.frontier.revisit import stale_before
 from crawlspace.parse.sitemap import Sitemap, SitemapError, parse_sitemap
 from crawlspace.records import LinkRecord, UrlCandidate
 
@@ -167,6 +170,7 @@ def _admit_entries(
                 lastmod=entry.lastmod,
                 changefreq=entry.changefreq,
                 sitemap_priority=entry.priority,
+                stale_before=None if now is None else stale_before(age, now),
             )
         out.candidates.append(candidate)
 

@@ -19,7 +19,14 @@ from typing import Final
 from crawlspace.lifecycle import REVISITABLE
 from crawlspace.records import Completion, Lease, RevisitPlan
 
-__all__ = ["CHANGEFREQ_SECONDS", "GONE_HASH", "RevisitPolicy", "absence_of", "plan_revisit"]
+__all__ = [
+    "CHANGEFREQ_SECONDS",
+    "GONE_HASH",
+    "RevisitPolicy",
+    "absence_of",
+    "plan_revisit",
+    "stale_before",
+]
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -160,3 +167,13 @@ def absence_of(completion: Completion) -> str | None:
         fetch = completion.fetch
         return "missing" if fetch is not None and fetch.status == 404 else "gone"
     return None
+
+
+def stale_before(lastmod_age_days: float | None, now: float) -> float | None:
+    """When a sitemap entry says its URL last changed (its ``<lastmod>``, as an age in days
+    at ``now``; None: none or unreadable): a known URL whose last visit ended before then is
+    due again now, whatever its interval (the engines apply it when the entry is admitted).
+    A lastmod in the future counts as now."""
+    if lastmod_age_days is None:
+        return None
+    return now - max(lastmod_age_days, 0.0) * DAY

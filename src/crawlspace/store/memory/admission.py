@@ -33,6 +33,7 @@ class FrontierState:
     enqueue: Callable[[MemHost, MemUrl], None]
     reschedule: Callable[[MemHost], None]
     reprioritize: Callable[[MemUrl, int], None]
+    due_now: Callable[[MemUrl, float], None]  # a planned revisit moved to now (due.py)
 
 
 class MemoryAdmission:
@@ -50,7 +51,7 @@ class MemoryAdmission:
 
     def add(self, candidates: Sequence[UrlCandidate], now: float) -> AddResult:
         admitted = Admitted()
-        result = self._admit(self._links.priced(candidates, seeded=True), NO_PLAN, admitted)
+        result = self._admit(self._links.priced(candidates, seeded=True), NO_PLAN, admitted, now)
         self._links.endow(admitted)  # AOPIC: seeds and sitemaps start with the seed cash
         return result
 
@@ -59,6 +60,7 @@ class MemoryAdmission:
         candidates: Sequence[UrlCandidate],
         plan: CompletionPlan,
         admitted: Admitted,
+        now: float,
     ) -> AddResult:
         """Enqueue-if-new, with the per-host cap and the plan's keyed budgets; ``admitted``
         records what happened to each URL, for the link policy (links.py)."""
@@ -70,6 +72,8 @@ class MemoryAdmission:
             if known is not None and not self._readmit(known, cand):
                 seen += 1
                 admitted.known.append(known)
+                if cand.stale_before is not None:
+                    self._stale(known, cand.stale_before, now)
                 continue
             if known is not None:
                 added += 1
@@ -109,6 +113,7 @@ class MemoryAdmission:
         rejections: dict[str, int],
         *,
         retry: bool,
+        now: float,
     ) -> Admitted:
         """Admit the page's links under its plan's budgets and apply what they led to (the
         plan's notes and sink); a finished visit's links also carry its cash and count as
@@ -119,7 +124,7 @@ class MemoryAdmission:
             links, cash = self._links.take_cash(url, links)
         admitted = Admitted()
         if links:
-            result = self._admit(links, plan, admitted)
+            result = self._admit(links, plan, admitted, now)
             for reason, n in result.rejected.items():
                 rejections[reason] = rejections.get(reason, 0) + n
         effects = plan.after_links(len(admitted.new) + admitted.over_host_budget)
@@ -132,6 +137,13 @@ class MemoryAdmission:
         if not retry:
             self._links.after_page(admitted, cash, len(self._by_id) - 1, plan.inlinks)
         return admitted
+
+    def _stale(self, url: MemUrl, before: float, now: float) -> None:
+        """A planned revisit made due now: the URL's last visit ended before ``before``
+        (UrlCandidate.stale_before)."""
+        planned = url.next_fetch_at is not None and url.next_fetch_at > now
+        if planned and url.visited_at is not None and url.visited_at < before:
+            self._state.due_now(url, now)
 
     def _readmit(self, url: MemUrl, cand: UrlCandidate) -> bool:
         """A URL excluded for its depth, met again within it: admitted (as every store does)."""

@@ -28,6 +28,11 @@ class DueRevisits:
             url.content_hash = plan.content_hash
         heapq.heappush(self._heap, (plan.next_fetch_at, self._next_seq(), url.url_id))
 
+    def due_now(self, url: MemUrl, now: float) -> None:
+        """A planned revisit moved to ``now`` (a sitemap's lastmod says the URL changed)."""
+        url.next_fetch_at = now
+        heapq.heappush(self._heap, (now, self._next_seq(), url.url_id))
+
     def take(self, now: float, limit: int) -> list[MemUrl]:
         """Up to ``limit`` URLs due by ``now``, earliest first, each made a new visit: queued
         again (version bumped, attempts from zero) in its host's revisit band. The caller

@@ -84,6 +84,7 @@ class MemoryFrontier:
             self._enqueue,
             self._reschedule,
             self._reprioritize,
+            self._due.due_now,
         )
         self._admission = MemoryAdmission(state)  # the seen test, budgets, links (admission.py)
         self.address_tokens = AddressTokens(limits.address)  # per server address (addresses.py)
@@ -232,6 +233,7 @@ class MemoryFrontier:
         self._end(lease.lease_id, active)
         url.state = _STATES[completion.state]  # known: check_transition passed
         url.reason = completion.reason
+        url.visited_at = now
         if completion.etag is not None:
             url.etag = completion.etag
         if completion.last_modified is not None:
@@ -258,7 +260,7 @@ class MemoryFrontier:
         if completion.notes:
             self.notes.setdefault(lease.host_key, {}).update(completion.notes)
         admitted = self._admission.take_links(
-            active.host, url, completion, plan, rejections, retry=retry
+            active.host, url, completion, plan, rejections, retry=retry, now=now
         )
         self._admission.exclude(completion.excluded, lease.depth + 1)
         return Outcome(rejections, [u.url for u in admitted.new if u.host_key == lease.host_key])

@@ -42,6 +42,7 @@ class MemUrl:
     revisit_interval: float | None = None
     content_hash: str | None = None
     next_fetch_at: float | None = None
+    visited_at: float | None = None  # when its last visit's completion was written
     # Link policy (links.py): pages linking here, AOPIC cash and Lambda's total when last paid.
     inlinks: int = 0
     cash: float = 0.0

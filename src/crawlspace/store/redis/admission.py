@@ -80,6 +80,7 @@ def admit(
             cand.source,
             cand.changefreq or "",
             fingerprint(cand.url),
+            "" if cand.stale_before is None else num(cand.stale_before),
         )
         if caps:
             fields += plan.budget_keys(cand.url)
@@ -99,7 +100,7 @@ def admit(
     links = (weight, inlink_cap, page_host or "", *aopic)
     budget_args = [arg for reason_cap in caps for arg in reason_cap]
     calls: list[tuple[int, Sequence[object]]] = []
-    width = 8 + len(caps)
+    width = 9 + len(caps)
     for bucket, fields in by_bucket.items():
         step = width * ADD_CHUNK
         for i in range(0, len(fields), step):

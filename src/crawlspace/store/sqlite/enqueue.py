@@ -143,12 +143,24 @@ def add_candidates(
             ),
         )
         if not cur.rowcount and cand.source == "sitemap_entry":
-            # A known URL listed in a sitemap: keep the site's metadata about it.
+            # A known URL listed in a sitemap: keep the site's metadata about it, and make a
+            # planned revisit due now when its last visit ended before the entry's
+            # ``stale_before`` (frontier/revisit.py: its lastmod says it changed since).
             db.execute(
                 "UPDATE urls SET lastmod = COALESCE(?, lastmod),"
                 " changefreq = COALESCE(?, changefreq),"
-                " sitemap_priority = COALESCE(?, sitemap_priority) WHERE url = ?",
-                (cand.lastmod, cand.changefreq, cand.sitemap_priority, cand.url),
+                " sitemap_priority = COALESCE(?, sitemap_priority),"
+                " next_fetch_at = CASE WHEN next_fetch_at > ? AND updated_at < ? THEN ?"
+                " ELSE next_fetch_at END WHERE url = ?",
+                (
+                    cand.lastmod,
+                    cand.changefreq,
+                    cand.sitemap_priority,
+                    now,
+                    cand.stale_before,
+                    now,
+                    cand.url,
+                ),
             )
         if cur.rowcount:
             added += 1

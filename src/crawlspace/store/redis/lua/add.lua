@@ -2,9 +2,10 @@
 -- in-link weight and cap (0 0: links are not in-links, e.g. seeds), the page's
 -- host ('' none), Lambda's per-page total ('' unless AOPIC) and each candidate's cash (a page's
 -- links: the page's share for each; seeds and sitemaps: the seed cash), nb (keyed budgets), then
--- nb pairs (reason, cap), then 8 + nb fields per candidate: url, host, depth, priority, hops,
--- source, sitemap changefreq ('' none), its fingerprint (seen_key) and its key under each keyed
--- budget.
+-- nb pairs (reason, cap), then 9 + nb fields per candidate: url, host, depth, priority, hops,
+-- source, sitemap changefreq ('' none), its fingerprint (seen_key), its stale_before ('' none:
+-- records.py UrlCandidate; a known URL whose last visit ended before it and whose revisit is
+-- planned later is due now) and its key under each keyed budget.
 -- AOPIC (plans.py CashRule, store/redis/cash.py): a new URL starts with its cash (its priority,
 -- the price of that cash, came with it) and the Lambda total; a known URL a page links to gains
 -- the share, and the client prices its new cash (reprice.lua): this script keeps no copy of the
@@ -36,7 +37,7 @@ for b = 1, nb do
 end
 local first = 11 + 2 * nb
 local focus = {}  -- id, url of each URL admitted on the page's host
-local width = 8 + nb
+local width = 9 + nb
 local before = marks()
 local useq = seen_open()
 local first_useq = useq
@@ -61,7 +62,7 @@ end
 local function refusal(host, i)
   if cap >= 0 and admitted[host] >= cap then return 1 end
   for b = 1, nb do
-    if count(host, ARGV[i + 7 + b]) >= caps[b] then return b + 1 end
+    if count(host, ARGV[i + 8 + b]) >= caps[b] then return b + 1 end
   end
   return nil
 end
@@ -135,6 +136,18 @@ local function give_cash(id, host, gift, prio)
   redis.call('ZADD', qkey(host), prio, qmember(id))
   touched[host] = touched[host] or 0
 end
+-- A known URL a sitemap says changed after its last visit: its planned revisit due now.
+local NOW = ARGV[2]
+local due_head = nil  -- the due set's head before this call moved one ('' empty; nil: none moved)
+local function stale(id, before)
+  local r, key, at = rec_get(id)
+  if not r or not r.nf or not r.at then return end
+  if tonumber(r.nf) <= tonumber(NOW) or tonumber(r.at) >= before then return end
+  if due_head == nil then due_head = redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES')[2] or '' end
+  r.nf = NOW
+  rec_set(key, at, r)
+  redis.call('ZADD', DUE, NOW, id)
+end
 for i = first, #ARGV, width do
   local url, host, fp = ARGV[i], ARGV[i + 1], ARGV[i + 7]
   local sk = seen_key(fp)
@@ -142,6 +155,7 @@ for i = first, #ARGV, width do
   if known then
     if not (deep and readmit(fp, host, i)) then
       seen = seen + 1
+      if ARGV[i + 8] ~= '' then stale(url_id(tonumber(known)), tonumber(ARGV[i + 8])) end
       if weight > 0 or lam ~= '' then
         local id = url_id(tonumber(known))
         if weight > 0 then inlink(id, host) end
@@ -166,7 +180,7 @@ for i = first, #ARGV, width do
       rejected[refused] = rejected[refused] + 1
     else
       for b = 1, nb do
-        local key = ARGV[i + 7 + b]
+        local key = ARGV[i + 8 + b]
         counts[host][key] = counts[host][key] + 1
         dirty[host] = dirty[host] or {}
         dirty[host][key] = true
@@ -198,4 +212,8 @@ for r = 1, nb + 1 do reply[r + 2] = rejected[r] end
 reply[#reply + 1] = #focus
 for _, id in ipairs(focus) do reply[#reply + 1] = id end
 for _, x in ipairs(repriced) do reply[#reply + 1] = x end
+if due_head ~= nil then
+  before[3] = due_head  -- the due mark moved too
+  return {index_update(before, true), reply}
+end
 return {index_update(before), reply}
