@@ -63,6 +63,8 @@ MAX_IDLE_WAIT = 0.5
 EXPIRE_EVERY = 5.0
 # How often --continuous moves due revisits into the queues (one indexed query when none is due).
 PROMOTE_EVERY = 0.2
+# A worker of a shared frontier stops only after finding the crawl idle this long apart.
+IDLE_CONFIRM = 0.25
 
 
 @dataclass
@@ -322,6 +324,7 @@ class Crawler:
         config = self.config
         tasks: dict[asyncio.Task[None], Lease] = {}
         self._abandon = False
+        self._idle_since: tuple[float, tuple[int, int]] | None = None
         last_expire = last_promote = 0.0
         while True:
             now = self.clock.now()
@@ -356,8 +359,11 @@ class Crawler:
             # for them to complete or expire before calling the crawl done.
             idle = next_ready is None and not tasks and self.store.in_flight() == 0
             if idle and not config.continuous:  # --continuous waits for the next due revisit
-                self.request_stop("done")
-                break
+                if self._idle_confirmed():
+                    self.request_stop("done")
+                    break
+            else:
+                self._idle_since = None
             if next_ready is None or free <= 0:
                 # Every fetch slot taken: a ready host cannot be served before a task ends, and
                 # a task's end sets _wake (waiting for next_ready would poll every millisecond).
@@ -368,6 +374,21 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.001))
         await self._drain(tasks)
+
+    def _idle_confirmed(self) -> bool:
+        """Whether the crawl is over, once the loop found nothing queued or held. One process:
+        yes. A worker: only when it found so twice, ``IDLE_CONFIRM`` seconds apart, with the
+        crawl's pages and URLs unchanged between. Its two reads (nothing ready, no lease held)
+        are not one snapshot: another worker's completion landing between them, its lease
+        ended and its new URLs queued, looked like the end to a worker with nothing to do."""
+        progress = self.store.crawl_progress()
+        if progress is None:
+            return True
+        now = time.monotonic()
+        if self._idle_since is None or self._idle_since[1] != progress:
+            self._idle_since = (now, progress)
+            return False
+        return now - self._idle_since[0] >= IDLE_CONFIRM
 
     def _on_task_done(
         self, tasks: dict[asyncio.Task[None], Lease], task: asyncio.Task[None]
