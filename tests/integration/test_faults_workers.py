@@ -5,9 +5,7 @@ on SQLite: from the server's own log (across all workers together) and the share
 
 from __future__ import annotations
 
-import os
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +32,7 @@ from tests.integration.test_faults import (
     config_text,
 )
 from tests.redis_servers import RedisDeployment
-from tests.workers import cli
+from tests.workers import cli, wait_all
 
 pytestmark = pytest.mark.slow  # fault-heavy crawls (README: the quick subset)
 
@@ -61,28 +59,6 @@ class WorkerCrawl:
 
     def fetches(self) -> dict[str, dict[str, Any]]:
         return {f["url"]: f for out in self.outs for f in iter_records(out, "fetches")}
-
-
-def wait_all(procs: list[subprocess.Popen[bytes]], timeout: float) -> list[float]:
-    """Wait for every worker to exit by itself (bounded); return each one's peak RSS in MB."""
-    deadline = time.monotonic() + timeout
-    rss = [0.0] * len(procs)
-    pending = set(range(len(procs)))
-    try:
-        while pending and time.monotonic() < deadline:
-            for i in list(pending):
-                pid, status, usage = os.wait4(procs[i].pid, os.WNOHANG)
-                if pid:
-                    procs[i].returncode = os.waitstatus_to_exitcode(status)
-                    rss[i] = usage.ru_maxrss / 1024
-                    pending.discard(i)
-            time.sleep(0.05)
-    finally:
-        for i in pending:
-            procs[i].kill()
-            procs[i].wait(timeout=10)
-    assert not pending, f"workers {sorted(pending)} still running after {timeout} s"
-    return rss
 
 
 def run_workers(web: FaultWeb, tmp: Path, cluster: RedisDeployment) -> WorkerCrawl:

@@ -11,23 +11,15 @@ after max_outage_seconds, its queued URLs failed as host_down, and the crawl end
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from crawlspace.ops.export import iter_records
-from crawlspace.store.redis.frontier import RedisFrontier, connect
-from crawlspace.store.redis.views import iter_frontier_records
 from tests import faultweb
 from tests.integration.test_faults import FaultWeb, by_site
-from tests.integration.test_faults_workers import wait_all
-from tests.redis_servers import RedisDeployment
-from tests.webs import crawl_command
-from tests.workers import cli
+from tests.workers import crawl_urls, workers_urls
 
 pytestmark = pytest.mark.slow  # outages of seconds (README: the quick subset)
 
@@ -68,40 +60,6 @@ def seeds(web: FaultWeb) -> list[str]:
     return [web.url(site) for site in faultweb.OUTAGE_SITES]
 
 
-def run_crawl(web: FaultWeb, tmp: Path) -> dict[str, dict[str, Any]]:
-    out = tmp / "crawl"
-    with (tmp / "crawl.stderr").open("wb") as stderr:
-        proc = subprocess.Popen(
-            crawl_command(out, CONFIG, seeds(web)), stdout=subprocess.DEVNULL, stderr=stderr
-        )
-    wait_all([proc], TIMEOUT)
-    assert proc.returncode == 0, (tmp / "crawl.stderr").read_text()
-    return {r["url"]: r for r in iter_records(out, "urls")}
-
-
-def run_workers(web: FaultWeb, tmp: Path, cluster: RedisDeployment) -> dict[str, dict[str, Any]]:
-    config = tmp / "crawl.toml"
-    config.write_text(CONFIG)
-    shared = ["--frontier", cluster.url, "--namespace", "outages", "--buckets", str(BUCKETS)]
-    seed = [*cli("seed", *shared), "--config", str(config), "-q", *seeds(web)]
-    subprocess.run(seed, check=True, timeout=30, stdout=subprocess.DEVNULL)
-    procs, logs = [], [tmp / f"w{i}.stderr" for i in range(WORKERS)]
-    for i, log in enumerate(logs):
-        args = [*cli("worker", *shared), "--config", str(config), "--out", str(tmp / f"w{i}")]
-        with log.open("wb") as sink:
-            procs.append(subprocess.Popen([*args, "-q"], stdout=subprocess.DEVNULL, stderr=sink))
-    wait_all(procs, TIMEOUT)
-    stderr = "".join(log.read_text() for log in logs)
-    assert [p.returncode for p in procs] == [0] * WORKERS, stderr
-    frontier = RedisFrontier(connect(cluster.url), namespace="outages", buckets=BUCKETS, epoch=0)
-    try:
-        assert frontier.queued() == 0
-        assert frontier.in_flight() == 0
-        return {u["url"]: u for u in iter_frontier_records(frontier, "urls")}
-    finally:
-        frontier.close()
-
-
 @pytest.fixture(scope="module", params=["crawl", "workers"])
 def crawled(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -110,9 +68,19 @@ def crawled(
     web = FaultWeb(tmp / "server.log")
     try:
         if request.param == "crawl":
-            urls = run_crawl(web, tmp)
+            urls = crawl_urls(tmp / "crawl", CONFIG, seeds(web), TIMEOUT)
         else:
-            urls = run_workers(web, tmp, request.getfixturevalue("cluster"))
+            cluster = request.getfixturevalue("cluster")
+            urls = workers_urls(
+                cluster.url,
+                "outages",
+                BUCKETS,
+                CONFIG,
+                seeds=seeds(web),
+                tmp=tmp,
+                workers=WORKERS,
+                timeout=TIMEOUT,
+            )
         web.settle()
         yield OutageCrawl(web, urls)
     finally:

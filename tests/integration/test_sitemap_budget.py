@@ -5,22 +5,14 @@ sitemap requests, and its pages are fetched."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from crawlspace.ops.export import iter_records
-from crawlspace.store.redis.frontier import RedisFrontier, connect
-from crawlspace.store.redis.views import iter_frontier_records
 from tests import faultweb
 from tests.integration.test_faults import FaultWeb, by_site
-from tests.integration.test_faults_workers import wait_all
-from tests.redis_servers import RedisDeployment
-from tests.webs import crawl_command
-from tests.workers import cli
+from tests.workers import crawl_urls, workers_urls
 
 pytestmark = pytest.mark.slow  # a crawl and four workers over a cluster
 
@@ -36,39 +28,6 @@ max_sitemaps_per_host = {CAP}
 """
 
 
-def crawl(web: FaultWeb, tmp: Path) -> dict[str, dict[str, Any]]:
-    out = tmp / "crawl"
-    with (tmp / "crawl.stderr").open("wb") as stderr:
-        proc = subprocess.Popen(
-            crawl_command(out, CONFIG, [web.url("sitemapflood")]),
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    wait_all([proc], TIMEOUT)
-    assert proc.returncode == 0, (tmp / "crawl.stderr").read_text()
-    return {r["url"]: r for r in iter_records(out, "urls")}
-
-
-def workers(web: FaultWeb, tmp: Path, cluster: RedisDeployment) -> dict[str, dict[str, Any]]:
-    config = tmp / "crawl.toml"
-    config.write_text(CONFIG)
-    shared = ["--frontier", cluster.url, "--namespace", "sitemaps", "--buckets", str(BUCKETS)]
-    seed = [*cli("seed", *shared), "--config", str(config), "-q", web.url("sitemapflood")]
-    subprocess.run(seed, check=True, timeout=30, stdout=subprocess.DEVNULL)
-    procs, logs = [], [tmp / f"w{i}.stderr" for i in range(WORKERS)]
-    for i, log in enumerate(logs):
-        args = [*cli("worker", *shared), "--config", str(config), "--out", str(tmp / f"w{i}")]
-        with log.open("wb") as sink:
-            procs.append(subprocess.Popen([*args, "-q"], stdout=subprocess.DEVNULL, stderr=sink))
-    wait_all(procs, TIMEOUT)
-    assert [p.returncode for p in procs] == [0] * WORKERS, "".join(log.read_text() for log in logs)
-    frontier = RedisFrontier(connect(cluster.url), namespace="sitemaps", buckets=BUCKETS, epoch=0)
-    try:
-        return {u["url"]: u for u in iter_frontier_records(frontier, "urls")}
-    finally:
-        frontier.close()
-
-
 @pytest.fixture(scope="module", params=["crawl", "workers"])
 def crawled(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -76,10 +35,21 @@ def crawled(
     tmp = tmp_path_factory.mktemp(f"sitemap-budget-{request.param}")
     web = FaultWeb(tmp / "server.log")
     try:
+        seeds = [web.url("sitemapflood")]
         if request.param == "crawl":
-            urls = crawl(web, tmp)
+            urls = crawl_urls(tmp / "crawl", CONFIG, seeds, TIMEOUT)
         else:
-            urls = workers(web, tmp, request.getfixturevalue("cluster"))
+            cluster = request.getfixturevalue("cluster")
+            urls = workers_urls(
+                cluster.url,
+                "sitemaps",
+                BUCKETS,
+                CONFIG,
+                seeds=seeds,
+                tmp=tmp,
+                workers=WORKERS,
+                timeout=TIMEOUT,
+            )
         web.settle()
         yield web, urls
     finally:
