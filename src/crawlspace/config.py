@@ -192,6 +192,8 @@ class CrawlConfig:
     revisit_missing_interval: float = 7 * 86400.0
     revisit_error_interval: float = 86400.0
     revisit_failed_interval: float = 86400.0
+    # Value scales each revisit's wait (frontier/revisit.py): priority points per doubling.
+    revisit_value_points: float = 10.0
     revisit_share: float = 0.5
     # Priority (frontier/priority.py): "score" (depth, sitemap priority and lastmod, pattern
     # points "POINTS [HOST_GLOB ]PATTERN", in-links, host demotions) or "aopic" (cash, see

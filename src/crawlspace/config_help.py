@@ -172,6 +172,9 @@ HELP: Final = {
     " errors (5xx) or throttling",
     "revisit_failed_interval": "how often a URL is asked again after its tries got no answer"
     " (connection, DNS, timeout)",
+    "revisit_value_points": "priority points that double a revisit's wait (or halve it, ahead"
+    " of a depth-1 page): important pages come back sooner, within 4x either way; 0 turns"
+    " value off",
     "revisit_share": "share of a host's leases that go to due revisits when it has new URLs too",
     "priority_policy": "score (depth, sitemap hints, patterns, in-links) or aopic (cash)",
     "priority_patterns": "'POINTS [HOST_GLOB ]PATTERN' entries: URLs matching go earlier"

@@ -91,6 +91,10 @@ class Lease:
     # are admitted (the one-process store reads them in its completion transaction).
     cash: float = 0.0
     lambda_paid: float = 0.0
+    # The URL's queue priority when leased (frontier/priority.py: lower is leased first, a
+    # revisit's moved into the revisit band, bands.py): its value, which scales its revisits.
+    # None: not known (its revisits wait their change interval as it is).
+    priority: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,17 @@ def test_priority_orders_urls_within_a_host(make_frontier: FrontierFactory) -> N
     assert page.url == "http://a/top"
 
 
+def test_a_lease_carries_its_urls_priority(make_frontier: FrontierFactory) -> None:
+    """Lease.priority: what the URL was queued at (its value, frontier/revisit.py)."""
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand("http://a", "/1", depth=2, priority=23)], 0.0)
+    (robots,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    assert robots.priority in (None, 0)
+    frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
+    (page,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    assert page.priority == 23
+
+
 def test_retry_requeues_and_the_crawl_ends(make_frontier: FrontierFactory) -> None:
     frontier = make_frontier(FrontierLimits())
     frontier.add([cand("http://a", "/1")], 0.0)

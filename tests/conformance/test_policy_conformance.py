@@ -180,7 +180,11 @@ def not_modified(lease: Lease, now: float) -> Completion:
     return dataclasses.replace(completion, revisit=plan_revisit(lease, completion, now, REVISITS))
 
 
-REVISITS = RevisitPolicy(min_interval=10.0, max_interval=1000.0, initial_interval=100.0)
+# Value left out (value_points 0): these check how engines apply a plan, not the value rule
+# (tests/unit/test_revisit.py).
+REVISITS = RevisitPolicy(
+    min_interval=10.0, max_interval=1000.0, initial_interval=100.0, value_points=0.0
+)
 
 
 def test_a_fetched_url_is_visited_again_when_its_plan_says(make_frontier: FrontierFactory) -> None:

@@ -240,3 +240,38 @@ def test_workers_on_a_cluster_revalidate_unchanged_pages_too(
     assert max(per_visit.values()) == 1  # one event per (url, version)
     assert max(int(e["version"]) for e in events) >= 3
     assert "not_modified" in {e["state"] for e in events}
+
+
+def test_important_pages_are_revisited_more_often_than_deep_ones(tmp_path: Path) -> None:
+    """Refresh by value (frontier/revisit.py), from the server's log: four pages that never
+    change, the home page and a chain three links deep; the home page (a seed) comes back more
+    than twice as often as the page three links down, whose change rate is the same."""
+    chain = {
+        "/": '<html><body><p>home</p><a href="/d1.html">1</a></body></html>',
+        "/d1.html": '<html><body><p>one</p><a href="/d2.html">2</a></body></html>',
+        "/d2.html": '<html><body><p>two</p><a href="/d3.html">3</a></body></html>',
+        "/d3.html": "<html><body><p>three</p></body></html>",
+    }
+    with WebFarm({"site": Site("site", {p: html(t) for p, t in chain.items()})}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.0/8",),
+            min_delay=0.01,
+            delay_factor=0.0,
+            progress=False,
+            continuous=True,
+            duration=8.0,
+            revisit_min_interval=0.3,
+            revisit_max_interval=4.8,
+            revisit_initial_interval=1.2,
+        )
+        crawler = Crawler(config, tmp_path / "out")
+        try:
+            crawler.add_seeds([farm.url("site", "/")])
+            assert crawler.run().stop_reason == "duration"
+        finally:
+            crawler.close()
+        farm.wait_idle()
+        hits = Counter(r.path_qs for r in farm.requests_for("site"))
+    assert hits["/d3.html"] >= 1
+    assert hits["/"] >= 2 * hits["/d3.html"], hits
+    assert hits["/"] >= hits["/d1.html"] >= hits["/d3.html"], hits

@@ -51,7 +51,7 @@ def test_they_pickle_as_their_fields() -> None:
     candidate = UrlCandidate("http://a.test/x", "a.test:80", 3)
     assert candidate.__reduce__() == (
         UrlCandidate,
-        ("http://a.test/x", "a.test:80", 3, 0, 0, "link", None, None, None),
+        ("http://a.test/x", "a.test:80", 3, 0, 0, "link", None, None, None, None),
     )
 
 

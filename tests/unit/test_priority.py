@@ -184,7 +184,7 @@ def test_a_candidate_at_another_priority_keeps_every_other_field() -> None:
     # at_priority lists the fields itself (it is on the crawl loop's path): a field added to
     # UrlCandidate and not to it would be lost here.
     candidate = UrlCandidate(
-        "http://a.test/x", "http://a.test", 3, 40, 2, "sitemap", "2026-01-01", "daily", 0.8
+        "http://a.test/x", "http://a.test", 3, 40, 2, "sitemap", "2026-01-01", "daily", 0.8, 9.5
     )
     assert candidate.at_priority(7) == dataclasses.replace(candidate, priority=7)
     assert all(getattr(candidate, f.name) for f in dataclasses.fields(UrlCandidate))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from crawlspace.bands import REVISIT_BAND
 from crawlspace.frontier.revisit import (
     DAY,
     GONE_HASH,
@@ -191,3 +192,37 @@ def test_each_kind_of_absence_waits_its_own_interval() -> None:
 def test_bad_bounds_are_refused() -> None:
     with pytest.raises(ValueError, match="min <= max"):
         RevisitPolicy(min_interval=10.0, max_interval=1.0)
+
+
+def test_important_pages_come_back_sooner_unimportant_ones_later() -> None:
+    """Value (frontier/revisit.py): the wait is the change interval scaled by the URL's
+    priority when leased, doubling per ``value_points`` behind a depth-1 page, within 4x either
+    way and within [min, max]; the learned interval stays the change rate."""
+    p = RevisitPolicy(min_interval=1.0, max_interval=10_000.0, initial_interval=100.0)
+    page = FetchRecord(
+        "http://a/", "http://a/", 200, 0.0, 1.0, None, 0, False, None, None, None, None,
+        text_sha256="t",
+    )  # fmt: skip
+
+    def wait(priority: int | None) -> tuple[float, float]:
+        lease = Lease(
+            LeaseKind.PAGE, "l", "http://a", "http://a/", 1, 1, 1, 0, 0, 99.0, priority=priority
+        )
+        plan = plan_revisit(lease, Completion("fetched", fetch=page), 0.0, p)
+        assert plan is not None
+        return plan.interval, plan.next_fetch_at
+
+    assert wait(None) == (100.0, 100.0)  # priority unknown: the change interval itself
+    assert wait(15) == (100.0, 100.0)  # a depth-1 page with the default sitemap priority
+    assert wait(5) == (100.0, 50.0)  # a seed: twice as often
+    assert wait(35) == (100.0, 400.0)  # three links deep: four times less often
+    assert wait(95) == (100.0, 400.0)  # never more than 4x
+    assert wait(0) == (100.0, 100.0 * 2 ** -1.5)  # ahead of a seed: sooner still
+    assert RevisitPolicy(value_points=5.0).value_factor(0) == 0.25, "nor less than a quarter"
+    assert wait(5 - REVISIT_BAND) == wait(5), "a revisit's priority is read out of its band"
+    assert RevisitPolicy(value_points=0).value_factor(95) == 1.0
+    tight = RevisitPolicy(min_interval=80.0, max_interval=10_000.0, initial_interval=100.0)
+    lease = Lease(LeaseKind.PAGE, "l", "http://a", "http://a/", 1, 1, 1, 0, 0, 99.0, priority=5)
+    plan = plan_revisit(lease, Completion("fetched", fetch=page), 0.0, tight)
+    assert plan is not None
+    assert plan.next_fetch_at == 80.0, "never sooner than the shortest interval"

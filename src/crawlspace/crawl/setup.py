@@ -78,6 +78,7 @@ def revisit_policy(config: CrawlConfig) -> RevisitPolicy:
         missing_interval=config.revisit_missing_interval,
         error_interval=config.revisit_error_interval,
         failed_interval=config.revisit_failed_interval,
+        value_points=config.revisit_value_points,
     )
 
 

@@ -137,4 +137,5 @@ def page_lease(lease_id: str, host_key: str, url: MemUrl, expires_at: float) -> 
         revisit_interval=url.revisit_interval,
         content_hash=url.content_hash,
         changefreq=url.changefreq,
+        priority=url.priority,
     )
