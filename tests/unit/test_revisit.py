@@ -217,7 +217,7 @@ def test_important_pages_come_back_sooner_unimportant_ones_later() -> None:
     assert wait(5) == (100.0, 50.0)  # a seed: twice as often
     assert wait(35) == (100.0, 400.0)  # three links deep: four times less often
     assert wait(95) == (100.0, 400.0)  # never more than 4x
-    assert wait(0) == (100.0, 100.0 * 2 ** -1.5)  # ahead of a seed: sooner still
+    assert wait(0) == (100.0, 100.0 * 2**-1.5)  # ahead of a seed: sooner still
     assert RevisitPolicy(value_points=5.0).value_factor(0) == 0.25, "nor less than a quarter"
     assert wait(5 - REVISIT_BAND) == wait(5), "a revisit's priority is read out of its band"
     assert RevisitPolicy(value_points=0).value_factor(95) == 1.0
