@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from crawlspace.frontier.url_equivalence import (
+    CONFIRMATIONS,
     Rules,
     active_rules,
     decode,
@@ -20,10 +21,11 @@ def learn(notes: dict[str, str], path_qs: str, text: str) -> dict[str, str]:
 
 def test_parameter_order_is_learned_from_same_text() -> None:
     notes: dict[str, str] = {}
-    for page in range(1, 4):
+    for page in range(1, CONFIRMATIONS + 1):
         notes = learn(notes, f"/p?category=shoes&page={page}", f"text {page}")
         assert active_rules(notes) == Rules()
         notes = learn(notes, f"/p?page={page}&category=shoes", f"text {page}")
+    assert CONFIRMATIONS == 2, "issue #31: at most two confirmations"
     assert active_rules(notes) == Rules(sort_query=True)
     rules = active_rules(notes)
     assert equivalent_url(H + "/p?page=9&category=hats", rules) == H + "/p?category=hats&page=9"

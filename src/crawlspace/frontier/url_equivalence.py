@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 NOTE_PREFIX: Final = "dust:"  # host notes: "dust:order", "dust:param:NAME"
-CONFIRMATIONS: Final = 3
+CONFIRMATIONS: Final = 2
 # Sample pages remembered per rule, oldest dropped: a sibling may be fetched long after its
 # pair (a catalog page 1 linking 40 pages in one order, "next" links in the other).
 MAX_SAMPLES: Final = 256
