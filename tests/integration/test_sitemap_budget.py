@@ -1,7 +1,7 @@
 """A host's sitemap budget (frontier/sitemap_budget.py), judged from the server's log on `crawlspace
 crawl` and on four workers over a 3-master Redis Cluster: a robots.txt naming 30 sitemaps, the
 first an index of 2,000, every one a 404, costs the host no more than max_sitemaps_per_host
-sitemap requests, and its pages are fetched."""
+sitemap requests, and its pages are fetched, interleaved with the index's documents."""
 
 from __future__ import annotations
 
@@ -66,6 +66,10 @@ def test_dead_sitemaps_cost_the_budget_and_the_pages_are_fetched(
     assert len(set(sitemaps)) == CAP, "each once"
     assert "/index.xml" in sitemaps
     assert sum(path.startswith("/sm/") for path in sitemaps) == CAP - faultweb.SITEMAP_LINES
+    # An index's documents are interleaved with the pages (a point of priority each), not all
+    # fetched before the first of them.
+    first_page = min(r["start"] for r in rows if r["path"].startswith("/p"))
+    assert first_page < max(r["start"] for r in rows if r["path"].startswith("/sm/"))
     pages = {r["path"] for r in rows if r["status"] == 200 and not r["path"].endswith(".xml")}
     assert pages == {"/", "/robots.txt", *(f"/p{i}" for i in range(faultweb.SITEMAP_PAGES))}
     over = [u for u, r in urls.items() if r["reason"] == "sitemap_budget"]

@@ -46,22 +46,30 @@ log = logging.getLogger("crawlspace.sitemaps")
 
 SITEMAP_SOURCE = "sitemap"
 SITEMAP_ENTRY_SOURCE = "sitemap_entry"
-# A sitemap document is leased before the pages of its host at the same depth.
+# A sitemap document is leased before the pages of its host at the same depth; the documents
+# an index lists move back one point each, so a long index is interleaved with the host's
+# pages instead of going before all of them (issue #31).
 _SITEMAP_DOC_PRIORITY = 1.0
 
 
 def admit_sitemap_doc(
-    discovery: Discovery, url: str, depth: int, base: str | None, *, redirect_hops: int = 0
+    discovery: Discovery,
+    url: str,
+    depth: int,
+    base: str | None,
+    *,
+    redirect_hops: int = 0,
+    position: int = 0,
 ) -> tuple[UrlCandidate | None, str | None]:
-    """A sitemap document's URL: read as a sitemap when fetched, leased early on its host.
-    Also the target of a sitemap's redirect (http to https, say), which is still a sitemap."""
+    """A sitemap document's URL: read as a sitemap when fetched, leased early on its host
+    (``position``: its place in the index that lists it, one priority point each). Also the
+    target of a sitemap's redirect (http to https, say), which is still a sitemap."""
     candidate, reason = discovery.admit_one(
         url, depth=depth, source=SITEMAP_SOURCE, redirect_hops=redirect_hops, base=base
     )
     if candidate is not None and reason is None:
-        candidate = dataclasses.replace(
-            candidate, priority=url_priority(depth, _SITEMAP_DOC_PRIORITY)
-        )
+        priority = url_priority(depth, _SITEMAP_DOC_PRIORITY) + position
+        candidate = dataclasses.replace(candidate, priority=priority)
     return candidate, reason
 
 
@@ -144,7 +152,9 @@ def _admit_entries(
     for entry in sitemap.entries:
         if index:
             child_depth = depth + 1
-            candidate, reason = admit_sitemap_doc(discovery, entry.loc, child_depth, url)
+            candidate, reason = admit_sitemap_doc(
+                discovery, entry.loc, child_depth, url, position=len(seen)
+            )
             if reason is None and child_depth > max_sitemap_depth:
                 reason = "sitemap_depth"
         else:
