@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,49 @@ def test_important_pages_are_revisited_more_often_than_deep_ones(tmp_path: Path)
     assert hits["/d3.html"] >= 1
     assert hits["/"] >= 2 * hits["/d3.html"], hits
     assert hits["/"] >= hits["/d1.html"] >= hits["/d3.html"], hits
+
+
+def test_a_continuous_crawl_keeps_waiting_for_an_unreachable_robots_txt(tmp_path: Path) -> None:
+    """robots.txt answers 503 for its first 2.5 s, past robots_max_attempts: a --continuous
+    crawl keeps the host's URLs queued and asks robots.txt again on its backoff schedule, with
+    nothing new queued, and fetches every page once it answers (a finite crawl would exclude
+    them as robots_unavailable and end)."""
+    pages = {f"/p{i}.html": f"<html><body><p>page {i}</p></body></html>" for i in range(4)}
+    pages["/"] = (
+        "<html><body>" + "".join(f'<a href="{p}">{p}</a>' for p in pages) + "</body></html>"
+    )
+    first: list[float] = []
+
+    def robots(path_qs: str) -> Response | None:
+        if path_qs != "/robots.txt":
+            return None
+        first.append(time.monotonic())
+        if first[-1] - first[0] < 2.5:
+            return Response(503, {"Content-Type": "text/plain"}, b"down")
+        return Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n")
+
+    site = Site("site", {p: html(t) for p, t in pages.items()}, robots)
+    with WebFarm({"site": site}) as farm:
+        config = CrawlConfig(
+            allow_nets=("127.0.0.0/8",),
+            min_delay=0.01,
+            delay_factor=0.0,
+            progress=False,
+            continuous=True,
+            duration=6.0,
+            robots_retry_delay=0.2,
+            robots_max_attempts=2,
+        )
+        crawler = Crawler(config, tmp_path / "out")
+        try:
+            crawler.add_seeds([farm.url("site", "/")])
+            assert crawler.run().stop_reason == "duration"
+        finally:
+            crawler.close()
+        farm.wait_idle()
+        log = farm.requests_for("site")
+    tries = [r for r in log if r.path_qs == "/robots.txt"]
+    assert len(tries) >= 3, "asked again after it was given up"
+    fetched = {r.path_qs for r in log if r.status == 200 and r.path_qs != "/robots.txt"}
+    assert fetched == set(pages)
+    assert all(r.started_at >= tries[0].started_at + 2.5 for r in log if r.path_qs in pages)

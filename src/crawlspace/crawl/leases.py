@@ -23,7 +23,7 @@ from crawlspace.crawl.addresses import AddressBusyError
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.host_rules import HostRules
-from crawlspace.crawl.robots_visit import robots_retrying
+from crawlspace.crawl.robots_visit import robots_retrying, robots_waits
 from crawlspace.crawl.setup import completion_policy, revisit_policy, yield_rules
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
@@ -185,9 +185,9 @@ class LeaseRunner:
                 await self._run_robots(visitor, lease)
                 return
             record, rules = self.robots.get(lease.host_key)
-            if robots_retrying(record):
-                # robots.txt is only temporarily unreachable: wait for its retry, exclude nothing.
-                self._store.release(lease, self._now())
+            if robots_waits(record, self._parts.config.continuous):
+                # robots.txt is unreachable and will be asked again: wait for it, exclude nothing.
+                self._store.release(lease, self._now(), not_before=record.expires_at)
                 return
             learned = self.host_rules.before_fetch(lease)
             if learned is not None:  # a trap's member or a canonical's variant: not fetched

@@ -312,3 +312,15 @@ def cache_headers(response: FetchResponse) -> CacheHeaders:
 def robots_retrying(record: RobotsRecord) -> bool:
     """True while robots.txt is unreachable but will be retried: the host must wait."""
     return record.outcome == DISALLOW_ALL and record.error not in FINAL_ROBOTS_ERRORS
+
+
+def robots_waits(record: RobotsRecord, continuous: bool) -> bool:
+    """Whether a page lease of the host goes back unfetched, its host deferred until the
+    record expires and robots.txt is asked again: while robots.txt is being retried, and in a
+    ``--continuous`` crawl also once it was given up as unavailable, whose URLs then keep
+    waiting (asked again on its backoff schedule, up to a day apart) instead of being
+    excluded: a crawl that never ends has no reason to give up a host's queue. A finite crawl
+    excludes them (robots_unavailable), so it ends; a later answer re-evaluates them."""
+    if robots_retrying(record):
+        return True
+    return continuous and record.outcome == DISALLOW_ALL and record.error == UNAVAILABLE_ERROR
