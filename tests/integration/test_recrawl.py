@@ -15,6 +15,7 @@ import pytest
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
+from crawlspace.demo.request_log import LoggedRequest
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import crawl_stats, open_crawl_db
@@ -77,29 +78,42 @@ def assert_revalidated(log: list[Any]) -> None:
     assert len(news_hits) > max(len([r for r in log if r.path_qs == p]) for p in STATIC)
 
 
+def crawl_continuously(
+    farm: WebFarm, out: Path, duration: float, **settings: Any
+) -> list[LoggedRequest]:
+    """A --continuous crawl of the farm's "site" from "/" for ``duration`` seconds (loopback
+    allowed, no politeness delay to speak of), then the site's request log."""
+    config = CrawlConfig(
+        allow_nets=("127.0.0.0/8",),
+        min_delay=0.01,
+        delay_factor=0.0,
+        progress=False,
+        continuous=True,
+        duration=duration,
+        **settings,
+    )
+    crawler = Crawler(config, out)
+    try:
+        crawler.add_seeds([farm.url("site", "/")])
+        assert crawler.run().stop_reason == "duration"
+    finally:
+        crawler.close()
+    farm.wait_idle()
+    return farm.requests_for("site")
+
+
 def test_continuous_recrawl_revalidates_unchanged_pages(tmp_path: Path) -> None:
     out = tmp_path / "out"
     news = ChangingPage()
     with WebFarm({"site": build_site(news)}) as farm:
-        config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",),
-            min_delay=0.01,
-            delay_factor=0.0,
-            progress=False,
-            continuous=True,
-            duration=4.0,
+        log = crawl_continuously(
+            farm,
+            out,
+            4.0,
             revisit_min_interval=0.3,
             revisit_max_interval=1.2,
             revisit_initial_interval=0.3,
         )
-        crawler = Crawler(config, out)
-        try:
-            crawler.add_seeds([farm.url("site", "/")])
-            assert crawler.run().stop_reason == "duration"
-        finally:
-            crawler.close()
-        farm.wait_idle()
-        log = farm.requests_for("site")
     assert_revalidated(log)
 
     # Events: one per (url, version); revisits of unchanged pages are not_modified.
@@ -254,25 +268,15 @@ def test_important_pages_are_revisited_more_often_than_deep_ones(tmp_path: Path)
         "/d3.html": "<html><body><p>three</p></body></html>",
     }
     with WebFarm({"site": Site("site", {p: html(t) for p, t in chain.items()})}) as farm:
-        config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",),
-            min_delay=0.01,
-            delay_factor=0.0,
-            progress=False,
-            continuous=True,
-            duration=8.0,
+        log = crawl_continuously(
+            farm,
+            tmp_path / "out",
+            8.0,
             revisit_min_interval=0.3,
             revisit_max_interval=4.8,
             revisit_initial_interval=1.2,
         )
-        crawler = Crawler(config, tmp_path / "out")
-        try:
-            crawler.add_seeds([farm.url("site", "/")])
-            assert crawler.run().stop_reason == "duration"
-        finally:
-            crawler.close()
-        farm.wait_idle()
-        hits = Counter(r.path_qs for r in farm.requests_for("site"))
+        hits = Counter(r.path_qs for r in log)
     assert hits["/d3.html"] >= 1
     assert hits["/"] >= 2 * hits["/d3.html"], hits
     assert hits["/"] >= hits["/d1.html"] >= hits["/d3.html"], hits
@@ -299,24 +303,9 @@ def test_a_continuous_crawl_keeps_waiting_for_an_unreachable_robots_txt(tmp_path
 
     site = Site("site", {p: html(t) for p, t in pages.items()}, robots)
     with WebFarm({"site": site}) as farm:
-        config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",),
-            min_delay=0.01,
-            delay_factor=0.0,
-            progress=False,
-            continuous=True,
-            duration=6.0,
-            robots_retry_delay=0.2,
-            robots_max_attempts=2,
+        log = crawl_continuously(
+            farm, tmp_path / "out", 6.0, robots_retry_delay=0.2, robots_max_attempts=2
         )
-        crawler = Crawler(config, tmp_path / "out")
-        try:
-            crawler.add_seeds([farm.url("site", "/")])
-            assert crawler.run().stop_reason == "duration"
-        finally:
-            crawler.close()
-        farm.wait_idle()
-        log = farm.requests_for("site")
     tries = [r for r in log if r.path_qs == "/robots.txt"]
     assert len(tries) >= 3, "asked again after it was given up"
     fetched = {r.path_qs for r in log if r.status == 200 and r.path_qs != "/robots.txt"}

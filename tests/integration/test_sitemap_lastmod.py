@@ -10,9 +10,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from crawlspace.config import CrawlConfig
-from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
+from tests.integration.test_recrawl import crawl_continuously
 
 PAGES = ("/a.html", "/b.html", "/c.html")
 SETTLE = 1.0  # after /a.html's first visit, the sitemap says it changed
@@ -70,25 +69,14 @@ def test_a_lastmod_bump_brings_its_url_back_within_a_lease_round(tmp_path: Path)
         return {"site": Site("site", routes, holder["site"])}
 
     with WebFarm.deferred(["site"], build) as farm:
-        config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",),
-            min_delay=0.01,
-            delay_factor=0.0,
-            progress=False,
-            continuous=True,
-            duration=6.0,
+        log = crawl_continuously(
+            farm,
+            tmp_path / "out",
+            6.0,
             revisit_min_interval=0.3,
             revisit_initial_interval=0.3,  # the sitemap itself is read again every ~second
             sitemaps=(farm.url("site", "/sitemap.xml"),),
         )
-        crawler = Crawler(config, tmp_path / "out")
-        try:
-            crawler.add_seeds([farm.url("site", "/")])
-            assert crawler.run().stop_reason == "duration"
-        finally:
-            crawler.close()
-        farm.wait_idle()
-        log = farm.requests_for("site")
     changing = holder["site"]
     assert changing.bump_served_at is not None, "the sitemap was not read again after the bump"
     hits = {path: [r.started_at for r in log if r.path_qs == path] for path in PAGES}
