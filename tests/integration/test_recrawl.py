@@ -186,13 +186,10 @@ def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
     }
     out = tmp_path / "out"
     with WebFarm({"site": Site("site", routes, flaky)}) as farm:
-        config = CrawlConfig(
-            allow_nets=("127.0.0.0/8",),
-            min_delay=0.01,
-            delay_factor=0.0,
-            progress=False,
-            continuous=True,
-            duration=4.0,
+        log = crawl_continuously(
+            farm,
+            out,
+            4.0,
             max_attempts=1,
             retry_delay=0.1,  # the failure's host wait, kept short for the test
             backoff_base=0.1,
@@ -201,14 +198,7 @@ def test_failed_urls_are_revisited_and_recover(tmp_path: Path) -> None:
             revisit_initial_interval=60.0,
             revisit_error_interval=0.6,  # a 500 that used up its tries
         )
-        crawler = Crawler(config, out)
-        try:
-            crawler.add_seeds([farm.url("site", "/")])
-            crawler.run()
-        finally:
-            crawler.close()
-        farm.wait_idle()
-        hits = [r.status for r in farm.requests_for("site") if r.path_qs == "/flaky.html"]
+        hits = [r.status for r in log if r.path_qs == "/flaky.html"]
     assert hits[:2] == [500, 200]
     flaky_url = farm.url("site", "/flaky.html")
     urls = {r["url"]: r for r in iter_records(out, "urls")}
