@@ -24,12 +24,16 @@ from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.host_rules import HostRules
 from crawlspace.crawl.robots_visit import robots_retrying, robots_waits
-from crawlspace.crawl.setup import completion_policy, revisit_policy, yield_rules
+from crawlspace.crawl.setup import (
+    completion_policy,
+    outage_policy,
+    revisit_policy,
+    yield_rules,
+)
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import LeaseTooShortError
 from crawlspace.errors import StoreIOError
 from crawlspace.faults import crash_point, drop_ack
-from crawlspace.frontier.outage import OutagePolicy
 from crawlspace.frontier.plans import plan_completion
 from crawlspace.frontier.revisit import plan_revisit
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord
@@ -155,7 +159,7 @@ class LeaseRunner:
             yield_rules(parts.config),
             parts.clock.now,
             learn_equivalence=parts.config.learn_url_equivalence,
-            outages=OutagePolicy(parts.config.max_attempts, parts.config.max_outage_seconds),
+            outages=outage_policy(parts.config),
             max_sitemaps=parts.config.max_sitemaps_per_host,
         )
         self.tally = LeaseTally()

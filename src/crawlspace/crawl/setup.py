@@ -33,6 +33,7 @@ from crawlspace.fetch.settings import FetchSettings
 from crawlspace.frontier.aopic import Aopic
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
 from crawlspace.frontier.front_queues import front_queues
+from crawlspace.frontier.outage import OutagePolicy
 from crawlspace.frontier.plans import CompletionPolicy
 from crawlspace.frontier.priority import PriorityRules, compile_priority_patterns
 from crawlspace.frontier.revisit import RevisitPolicy
@@ -80,6 +81,11 @@ def revisit_policy(config: CrawlConfig) -> RevisitPolicy:
         failed_interval=config.revisit_failed_interval,
         value_points=config.revisit_value_points,
     )
+
+
+def outage_policy(config: CrawlConfig) -> OutagePolicy:
+    """When a host that stops answering is charged, probed and given up (frontier/outage.py)."""
+    return OutagePolicy(config.max_attempts, config.max_outage_seconds)
 
 
 def fetch_settings(config: CrawlConfig) -> FetchSettings:

@@ -14,11 +14,11 @@ from crawlspace.archive.records import Exchange, ExchangeRecords
 from crawlspace.archive.warc import WarcLocation, WarcWriter
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
+from crawlspace.crawl.setup import outage_policy
 from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Discovery
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy
-from crawlspace.frontier.outage import OutagePolicy
 from crawlspace.frontier.politeness import PolitenessPolicy
 from crawlspace.parse.processors import ProcessorRegistry
 from crawlspace.records import Lease
@@ -68,7 +68,7 @@ class VisitParts:
             max_seconds=config.max_backoff,
             retry_seconds=config.retry_delay,
         )
-        self.outages = OutagePolicy(config.max_attempts, config.max_outage_seconds)
+        self.outages = outage_policy(config)
         self.rand = rand
         # robots.txt answers fetched from other hosts through redirects (robots_visit.py).
         self.hop_answers = HopAnswers()
