@@ -13,6 +13,7 @@ from crawlspace.config_checks import Scope, check_config, hints_of, is_tuple, ty
 from crawlspace.discovery.policy_normalize import DEFAULT_STRIP_PARAMS
 from crawlspace.fetch.settings import ResolveOverride
 from crawlspace.frontier.priority import PriorityPolicy
+from crawlspace.urls import QueryOrder
 from crawlspace.version import __version__
 
 PROJECT_URL = "https://github.com/crawlspace/crawlspace"
@@ -141,6 +142,11 @@ class CrawlConfig:
     # "/dir/index.html" -> "/dir/", "/dir/" -> "/dir".
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
     sort_query_hosts: tuple[str, ...] = ()
+    # Query parameter order (urls.py seen_key): "ignored" counts a URL linked with its
+    # parameters in another order as seen (the request keeps the order first linked);
+    # "learned" keeps orders apart until a host's pages show order changes nothing
+    # (frontier/url_equivalence.py), for sites whose servers read parameters in order.
+    query_order: QueryOrder = "ignored"
     fold_index_html: bool = False
     fold_trailing_slash: bool = False
     # Seen-set Bloom accelerator (dedup/seen.py), sized for this many URLs at this false-positive

@@ -132,6 +132,9 @@ HELP: Final = {
     "strip_params": "query parameters dropped from URLs (a trailing * matches a prefix; any"
     " case; also as ;jsessionid= path parameters)",
     "sort_query_hosts": "hosts whose query parameters are sorted ('.example.com': the domain)",
+    "query_order": "'ignored': a URL linked with its query parameters in another order is seen"
+    " (the request keeps the first order); 'learned': kept apart until a host shows order"
+    " changes nothing",
     "fold_index_html": "/dir/index.html is the same URL as /dir/",
     "fold_trailing_slash": "/dir/ is the same URL as /dir",
     "bloom_expected_urls": "URLs the Bloom filter in front of the seen set is sized for"

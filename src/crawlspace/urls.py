@@ -24,20 +24,25 @@ Only ``http`` and ``https`` URLs survive; everything else yields ``None`` plus a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Literal
 
 import ada_url
 
 __all__ = [
     "REASON_INVALID",
     "REASON_UNSUPPORTED_SCHEME",
+    "QueryOrder",
     "host_and_port",
     "host_key",
     "host_of",
     "normalize",
     "normalize_with_reason",
     "robots_url",
+    "seen_key",
 ]
+
+# The crawl's treatment of query parameter order (``seen_key``; config.py query_order).
+QueryOrder = Literal["ignored", "learned"]
 
 REASON_INVALID: Final = "invalid_url"
 REASON_UNSUPPORTED_SCHEME: Final = "unsupported_scheme"
@@ -249,3 +254,24 @@ def host_and_port(url: str) -> tuple[str, int]:
 def robots_url(host_key: str) -> str:
     """The robots.txt URL for ``host_key`` ("scheme://authority"), per RFC 9309 §2.3."""
     return host_key.rstrip("/") + "/robots.txt"
+
+
+def seen_key(url: str) -> str | None:
+    """A normalized URL's key in the seen set when query parameter order is ignored: its query
+    parameters in name order (a stable sort, so repeated names keep their relative order);
+    None when the query has fewer than two parameters, so the URL is its own key.
+
+    The key only decides what counts as seen: the request keeps the order first linked, since
+    a server that reads its parameters in order answers the form a page links, not this one.
+    Sorting is not a normalization every server honours (RFC 3986 leaves the query opaque),
+    so it is a crawl setting (``query_order``), not part of ``normalize``."""
+    q = url.find("?")
+    if q == -1 or url.find("&", q) == -1:
+        return None
+    params = url[q + 1 :].split("&")
+    ordered = sorted(params, key=_param_name)
+    return url if ordered == params else url[: q + 1] + "&".join(ordered)
+
+
+def _param_name(param: str) -> str:
+    return param.partition("=")[0]

@@ -91,6 +91,44 @@ def test_seen_urls_are_not_enqueued_twice_and_budget_counts(make_frontier: Front
     assert again.already_seen == 2
 
 
+def test_a_url_linked_in_another_parameter_order_is_seen(make_frontier: FrontierFactory) -> None:
+    """The seen key ignores query parameter order (urls.py seen_key); the request keeps the
+    order the URL was first linked in. Seeds, one batch, and a page's links alike."""
+    frontier = make_frontier(FrontierLimits())
+    first = frontier.add(
+        [
+            cand("http://a", "/p?z=1&a=2"),
+            cand("http://a", "/p?a=2&z=1"),
+            cand("http://a", "/q?b&a"),
+        ],
+        0.0,
+    )
+    assert (first.added, first.already_seen) == (2, 1)
+    again = frontier.add([cand("http://a", "/q?a&b"), cand("http://a", "/p?z=1&a=2")], 0.0)
+    assert (again.added, again.already_seen) == (0, 2)
+    (robots,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    frontier.complete_robots(robots, robots_ok(robots, 0.0), 0.0)
+    (page,) = frontier.lease(0.0, 1, LEASE_SECONDS)
+    assert page.url == "http://a/p?z=1&a=2"
+    links = [cand("http://a", "/q?a&b", 1), cand("http://a", "/r?y=1&x=1&x=0", 1)]
+    links += [cand("http://a", "/r?x=1&y=1&x=0", 1), cand("http://a", "/r?x=0&y=1&x=1", 1)]
+    assert frontier.complete(page, dataclasses.replace(fetched(0.0), discovered=links), 0.0)
+    urls = []
+    for _ in range(3):
+        lease = frontier.lease(10.0, 1, LEASE_SECONDS)
+        urls += [one.url for one in lease]
+        for one in lease:
+            frontier.complete(one, fetched(0.0), 10.0)
+    # A repeated name keeps its values' order: x=1 before x=0 is another key than x=0, x=1.
+    assert urls == ["http://a/q?b&a", "http://a/r?y=1&x=1&x=0", "http://a/r?x=0&y=1&x=1"]
+
+
+def test_parameter_order_kept_apart_when_asked(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits(ignore_query_order=False))
+    added = frontier.add([cand("http://a", "/p?z=1&a=2"), cand("http://a", "/p?a=2&z=1")], 0.0)
+    assert (added.added, added.already_seen) == (2, 0)
+
+
 def test_priority_orders_urls_within_a_host(make_frontier: FrontierFactory) -> None:
     frontier = make_frontier(FrontierLimits())
     frontier.add([cand("http://a", "/deep", priority=5), cand("http://a", "/top", priority=0)], 0.0)

@@ -1,9 +1,13 @@
-"""URL equivalences learned from content, judged by the servers' logs: a catalog links each of its
-40 listing pages with its parameters in two orders (/products?category=shoes&page=2 from "next",
-/products?page=2&category=shoes from the window of page numbers); once two pages confirm that
-order changes nothing, the other order is no longer fetched. On a search host where the order
-does change the page, both orders are always fetched. `crawlspace crawl`, and four `crawlspace
-worker` processes on a cluster."""
+"""Query parameter order, judged by the servers' logs: a catalog links each of its 40 listing
+pages with its parameters in two orders (/products?category=shoes&page=2 from "next",
+/products?page=2&category=shoes from the window of page numbers); a search host answers with
+its query string as written, so there order does change the page.
+
+By default the seen set ignores order (urls.py seen_key): every listing page and every search
+is fetched once, in the order first linked, and no other order costs a fetch. With
+``query_order = "learned"`` orders are kept apart until two catalog pages confirm that order
+changes nothing, and on the search host, where pages contradict it, both orders are always
+fetched. `crawlspace crawl`, and four `crawlspace worker` processes on a cluster."""
 
 from __future__ import annotations
 
@@ -64,6 +68,21 @@ def search() -> Site:
     return Site("search", routes, answer)
 
 
+def _key(path_qs: str) -> str:
+    path, _, query = path_qs.partition("?")
+    return path + "?" + "&".join(sorted(query.split("&"), key=lambda p: p.partition("=")[0]))
+
+
+def assert_each_fetched_once(farm: WebFarm) -> None:
+    fetched = [r.path_qs for r in farm.requests_for("catalog") if r.path_qs.startswith("/prod")]
+    assert {_key(p) for p in fetched} == {
+        f"/products?category=shoes&page={n}" for n in range(1, PAGES + 1)
+    }
+    assert len(fetched) == PAGES, sorted(fetched)  # no page in a second order
+    searched = [r.path_qs for r in farm.requests_for("search") if r.path_qs.startswith("/s?")]
+    assert len({_key(p) for p in searched}) == len(searched) == SEARCHES
+
+
 def assert_learned(farm: WebFarm) -> None:
     fetched = [r.path_qs for r in farm.requests_for("catalog") if r.path_qs.startswith("/prod")]
     sorted_form = {f"/products?category=shoes&page={n}" for n in range(1, PAGES + 1)}
@@ -75,21 +94,36 @@ def assert_learned(farm: WebFarm) -> None:
     assert len(searched) == 2 * SEARCHES  # both orders, every time
 
 
-def test_a_single_crawl_learns_parameter_order(tmp_path: Path) -> None:
+def _crawl(tmp_path: Path, config_text: str) -> tuple[WebFarm, Path]:
     config = tmp_path / "crawl.toml"
-    config.write_text(CONFIG)
+    config.write_text(config_text)
     out = tmp_path / "out"
-    with WebFarm({"catalog": catalog(), "search": search()}) as farm:
+    farm = WebFarm({"catalog": catalog(), "search": search()})
+    with farm:
         command = cli("crawl", "--out", str(out), "--config", str(config), "-q")
         seeds = [farm.url("catalog"), farm.url("search")]
         subprocess.run([*command, *seeds], check=True, timeout=120)
         assert farm.wait_idle()
-        assert_learned(farm)
+    return farm, out
+
+
+def test_a_single_crawl_fetches_each_parameter_order_once(tmp_path: Path) -> None:
+    farm, out = _crawl(tmp_path, CONFIG)
+    assert_each_fetched_once(farm)
+    pages = [r for r in iter_records(out, "urls") if "page=" in r["url"]]
+    assert len(pages) == PAGES  # the other orders were seen, not stored as exclusions
+
+
+def test_a_single_crawl_learns_parameter_order_when_asked(tmp_path: Path) -> None:
+    farm, out = _crawl(tmp_path, CONFIG + "query_order = 'learned'\n")
+    assert_learned(farm)
     reasons = {r["reason"] for r in iter_records(out, "urls") if "page=" in r["url"]}
     assert "equivalent_url" in reasons
 
 
-def test_four_workers_learn_parameter_order(tmp_path: Path, cluster: RedisDeployment) -> None:
+def test_four_workers_fetch_each_parameter_order_once(
+    tmp_path: Path, cluster: RedisDeployment
+) -> None:
     config = tmp_path / "crawl.toml"
     config.write_text(CONFIG)
     with WebFarm({"catalog": catalog(), "search": search()}) as farm:
@@ -97,4 +131,4 @@ def test_four_workers_learn_parameter_order(tmp_path: Path, cluster: RedisDeploy
         seeds = [farm.url("catalog"), farm.url("search")]
         crawl_with_workers(cluster.url, "dust", 16, config, seeds=seeds, outs=outs)
         assert farm.wait_idle()
-        assert_learned(farm)
+        assert_each_fetched_once(farm)

@@ -406,3 +406,34 @@ def test_near_index_stops_storing_at_its_cap_but_still_answers() -> None:
     assert index.full_skips == 1
     assert index.find(late) is None
     assert index.find(stored[3] ^ 0b101) == (3, 2)  # the stored ones still match
+
+
+def test_the_bloom_path_and_a_resume_see_other_parameter_orders(tmp_path: Path) -> None:
+    """Links the filter calls definitely new are first resolved by their seen key (urls.py
+    seen_key): another order of a stored URL is seen, in this run and after a resume, and a
+    crawl.db from before the seen_key column gains it."""
+    path = tmp_path / "crawl.db"
+    a = "http://a.example"
+
+    def links(*paths: str) -> list[UrlCandidate]:
+        return [UrlCandidate(a + p, a, 1, source="link") for p in paths]
+
+    store = SqliteStore(path, seen_filter=SeenFilter(100, 0.01))
+    store.close()
+    db = sqlite3.connect(path)
+    db.executescript("DROP INDEX urls_seen_key; ALTER TABLE urls DROP COLUMN seen_key;")
+    db.close()
+    store = SqliteStore(path, seen_filter=SeenFilter(100, 0.01))
+    first = store.add(links("/p?b=1&a=2", "/p?a=2&b=1", "/plain"), 0.0)
+    assert (first.added, first.already_seen) == (2, 1)
+    store.close()
+    store = SqliteStore(path, seen_filter=SeenFilter(100, 0.01))
+    again = store.add(links("/p?a=2&b=1", "/p?b=1&a=2", "/q?y&x"), 0.0)
+    assert (again.added, again.already_seen) == (1, 2)
+    rows = dict(store._db.execute("SELECT url, seen_key FROM urls").fetchall())
+    assert rows == {
+        f"{a}/p?b=1&a=2": f"{a}/p?a=2&b=1",
+        f"{a}/plain": None,
+        f"{a}/q?y&x": f"{a}/q?x&y",
+    }
+    store.close()

@@ -67,6 +67,7 @@ class HostRules:
         now: Callable[[], float],
         *,
         learn_equivalence: bool = True,
+        learn_order: bool = False,
         outages: OutagePolicy | None = None,
         max_sitemaps: int = 50,
     ) -> None:
@@ -76,6 +77,9 @@ class HostRules:
         self._outages = outages or OutagePolicy()
         self._max_sitemaps = max_sitemaps
         self._learn_equivalence = learn_equivalence
+        # Evidence of parameter order only when the seen set keeps orders apart (config
+        # query_order "learned"): when it ignores order, no two orders are fetched to compare.
+        self._learn_order = learn_order
         # The host notes each lease in progress read before its fetch (lease id -> notes):
         # one read serves the lease's three steps. No other page of the host is in flight
         # (max_in_flight_per_host 1) to change them meanwhile, bar what the lease writes.
@@ -89,7 +93,7 @@ class HostRules:
         if lease.source == SITEMAP_SOURCE:
             names.append(SITEMAP_NOTE)
         if self._learn_equivalence:
-            names += dust.note_names(url)
+            names += dust.note_names(url, order=self._learn_order)
         family = traps.url_family(url) if self._rules.sample else None
         if family is not None:
             names.append(traps.NOTE_PREFIX + family)
@@ -227,7 +231,8 @@ class HostRules:
             written[canon.NOTE] = canon_note
             learned = learned.with_rewrites(canon.active_rewrites(canon_note))
         if text_hash is not None and self._learn_equivalence:
-            for name, text in dust.observe_page(lease.url, text_hash, notes).items():
+            observed = dust.observe_page(lease.url, text_hash, notes, order=self._learn_order)
+            for name, text in observed.items():
                 written[name] = text
                 rule = name.removeprefix(dust.NOTE_PREFIX)
                 learned = learned.with_equivalence(rule, dust.settled(text))

@@ -159,6 +159,7 @@ class LeaseRunner:
             yield_rules(parts.config),
             parts.clock.now,
             learn_equivalence=parts.config.learn_url_equivalence,
+            learn_order=parts.config.query_order == "learned",
             outages=outage_policy(parts.config),
             max_sitemaps=parts.config.max_sitemaps_per_host,
         )

@@ -116,6 +116,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         front=front_bands(config),
         cash=Aopic(config.aopic_tax) if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
+        ignore_query_order=config.query_order == "ignored",
     )
 
 

@@ -7,7 +7,9 @@ pages, each by comparing pages that differ in one respect only:
 
 - **parameter order** (``order``): two fetched URLs with the same query parameters in another
   order. Same text: a confirmation that order does not matter on the host; other text: a
-  contradiction.
+  contradiction. Learned only when the crawl keeps orders apart (config ``query_order =
+  "learned"``); by default the seen set ignores order (urls.py seen_key) and no two orders
+  are fetched to compare.
 - **a parameter that changes nothing** (``param:NAME``): two fetched URLs that differ only in the
   value of NAME. Same text confirms that NAME is noise on the host (a session or tracking
   parameter not on the default strip list); other text contradicts.
@@ -127,28 +129,31 @@ def _with_query(url: str, params: list[str]) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(params), ""))
 
 
-def note_names(url: str) -> list[str]:
-    """The host notes that hold evidence a fetch of ``url`` may add to."""
+def note_names(url: str, *, order: bool = True) -> list[str]:
+    """The host notes that hold evidence a fetch of ``url`` may add to (``order``: parameter
+    order's too, which a crawl that ignores order has no use for)."""
     params = _params(urlsplit(url).query)
     if not params or len(params) > MAX_PARAMS:
         return []
     names = list(dict.fromkeys(_name(p) for p in params))
-    order = [NOTE_PREFIX + "order"] if len(names) > 1 else []
-    return order + [f"{NOTE_PREFIX}param:{name}" for name in names]
+    order_note = [NOTE_PREFIX + "order"] if order and len(names) > 1 else []
+    return order_note + [f"{NOTE_PREFIX}param:{name}" for name in names]
 
 
-def observe_page(url: str, text_hash: str, notes: Mapping[str, str]) -> dict[str, str]:
+def observe_page(
+    url: str, text_hash: str, notes: Mapping[str, str], *, order: bool = True
+) -> dict[str, str]:
     """The host notes a fetched page with ``text_hash`` changes ({} when none); ``notes`` holds
-    those of ``note_names(url)`` that exist."""
+    those of ``note_names(url, order=order)`` that exist."""
     params = _params(urlsplit(url).query)
     if not params or len(params) > MAX_PARAMS:
         return {}
     names = list(dict.fromkeys(_name(p) for p in params))
     changed: dict[str, str] = {}
-    if len(names) > 1:
-        order = ",".join(_name(p) for p in params)
+    if order and len(names) > 1:
+        written = ",".join(_name(p) for p in params)
         evidence = decode(notes.get(NOTE_PREFIX + "order"))
-        if evidence.observe(_with_query(url, _sorted(params)), order, text_hash):
+        if evidence.observe(_with_query(url, _sorted(params)), written, text_hash):
             changed[NOTE_PREFIX + "order"] = encode(evidence)
     for name in names:
         note = f"{NOTE_PREFIX}param:{name}"

@@ -35,6 +35,10 @@ class FrontierLimits:
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
     # Per server address: in-flight tokens and gap (limits.py).
     address: AddressPolicy = AddressPolicy()  # noqa: RUF009 - frozen, so sharing is safe
+    # A URL whose query differs from a seen one's in parameter order only is seen: the seen
+    # test is on urls.py seen_key (config query_order "ignored"); the request keeps the URL
+    # as first linked. False: the URL as linked is its own key.
+    ignore_query_order: bool = True
 
 
 @dataclass(frozen=True, slots=True)

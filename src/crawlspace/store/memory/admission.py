@@ -15,9 +15,16 @@ from crawlspace.records import Completion, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.links import Admitted, LinkPolicy
 from crawlspace.store.memory.records import MemHost, MemUrl
-from crawlspace.urls import host_key
+from crawlspace.urls import host_key, seen_key
 
 _BUDGET_HOST = "budget_host"
+
+
+def url_key(url: str, limits: FrontierLimits) -> str:
+    """``url``'s key in the memory frontier's seen set: its query in name order when order is
+    ignored (urls.py seen_key), the URL itself otherwise. The record keeps the URL as linked."""
+    key = seen_key(url) if limits.ignore_query_order else None
+    return url if key is None else key
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +33,8 @@ class FrontierState:
     its queue steps: a URL into its host's queue, a host into its ready heap, a new priority."""
 
     limits: FrontierLimits
-    urls: dict[str, MemUrl]  # every URL ever seen: the source of truth for dedup
+    # Every URL ever seen, by its key (``seen_key``): the source of truth for dedup.
+    urls: dict[str, MemUrl]
     by_id: list[MemUrl | None]
     hosts: dict[str, MemHost]
     notes: dict[str, dict[str, str]]  # host notes (notes.py)
@@ -68,7 +76,7 @@ class MemoryAdmission:
         rejected: dict[str, int] = {}
         cap = self._limits.max_pages_per_host
         for cand in candidates:
-            known = self._urls.get(cand.url)
+            known = self._urls.get(url_key(cand.url, self._limits))
             if known is not None and not self._readmit(known, cand):
                 seen += 1
                 admitted.known.append(known)
@@ -163,7 +171,7 @@ class MemoryAdmission:
     def exclude(self, excluded: Sequence[tuple[str, str]], depth: int) -> None:
         """Remember URLs refused at admission with their reasons: met again, they are seen."""
         for url, reason in excluded:
-            if url not in self._urls:
+            if url_key(url, self._limits) not in self._urls:
                 record = self._new_url(UrlCandidate(url, host_key(url), depth), UrlState.EXCLUDED)
                 record.reason = reason
 
@@ -179,5 +187,5 @@ class MemoryAdmission:
             changefreq=cand.changefreq,
         )
         self._by_id.append(url)
-        self._urls[cand.url] = url
+        self._urls[url_key(cand.url, self._limits)] = url
         return url

@@ -31,7 +31,7 @@ from crawlspace.records import (
 )
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.memory.addresses import AddressTokens
-from crawlspace.store.memory.admission import FrontierState, MemoryAdmission
+from crawlspace.store.memory.admission import FrontierState, MemoryAdmission, url_key
 from crawlspace.store.memory.due import DueRevisits
 from crawlspace.store.memory.notes import host_notes
 from crawlspace.store.memory.ready import COMPACT_FACTOR, COMPACT_MIN, ReadyHosts
@@ -63,7 +63,7 @@ class MemoryFrontier:
         self._limits = limits
         self.notes: dict[str, dict[str, str]] = {}  # host key -> name -> text
         self._robots_url = robots_url
-        self._urls: dict[str, MemUrl] = {}  # every URL ever seen: the source of truth for dedup
+        self._urls: dict[str, MemUrl] = {}  # every URL ever seen, by its key (admission.py)
         self._by_id: list[MemUrl | None] = [None]  # url_id 0 is the robots lease's placeholder
         self._hosts: dict[str, MemHost] = {}
         self._front = limits.front
@@ -396,7 +396,7 @@ class MemoryFrontier:
 
     def url_state(self, url: str) -> tuple[str, str | None]:
         """(state, reason) of a URL the frontier has seen; KeyError if it never saw it."""
-        record = self._urls[url]
+        record = self._urls[url_key(url, self._limits)]
         return record.state.value, record.reason
 
     def queued_count(self) -> int:

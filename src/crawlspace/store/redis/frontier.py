@@ -78,6 +78,7 @@ class RedisFrontier(ScriptRunner):
             buckets=buckets,
             retry_seconds=retry_seconds,
             front=self.limits.front,
+            ignore_query_order=self.limits.ignore_query_order,
         )
         self._events_maxlen = events_maxlen
         # The index feed's streams keep about this many records, all buckets together (their

@@ -19,6 +19,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from crawlspace.bands import REVISIT_BAND, FrontQueues
 from crawlspace.errors import StoreError, StoreIOError
+from crawlspace.urls import seen_key
 
 __all__ = ["LAYOUT", "TRANSIENT", "ScriptRunner", "connect", "ride_out", "stored_buckets"]
 
@@ -183,8 +184,11 @@ class ScriptRunner:
         buckets: int,
         retry_seconds: float,
         front: FrontQueues,
+        ignore_query_order: bool = True,
     ) -> None:
         self.client = client
+        # Fingerprint a URL's seen key, not the URL (``fingerprint``; FrontierLimits).
+        self.ignore_query_order = ignore_query_order
         self.namespace = namespace
         self.buckets = buckets
         self.retry_seconds = retry_seconds
@@ -233,9 +237,11 @@ class ScriptRunner:
         not know the crawl's key can make a URL collide with another and hide it; 64 bits, so
         the seen set's entries are 8 bytes whatever the URL's length (about 3 collisions, so 3
         URLs taken for seen and not crawled, expected among 10 billion URLs: the design's
-        accepted cost)."""
+        accepted cost). When query order is ignored it is the fingerprint of the URL's seen
+        key (urls.py seen_key): the record keeps the URL as first linked."""
+        key = seen_key(url) if self.ignore_query_order else None
         hasher = self._fingerprinter.copy()
-        hasher.update(url.encode("utf-8", "surrogatepass"))
+        hasher.update((url if key is None else key).encode("utf-8", "surrogatepass"))
         return hasher.digest()
 
     # -- keys and scripts ---------------------------------------------------------------------

@@ -18,8 +18,9 @@ from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.lifecycle import check_transition
 from crawlspace.plans import NO_PLAN, CompletionPlan, ContentVerdict, Outcome
 from crawlspace.records import Completion, Lease, UrlCandidate
-from crawlspace.store.base import AddResult
+from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.sqlite import dedup as sqlite_dedup
+from crawlspace.store.sqlite import enqueue as sqlite_enqueue
 from crawlspace.store.sqlite import traps as sqlite_traps
 from crawlspace.store.sqlite.dedup import sink_links
 from crawlspace.store.sqlite.priority import Ranking
@@ -33,6 +34,7 @@ class CompletingRows(Protocol):
     records: CrawlRecords
     near_index: NearDuplicateIndex | None
     ranking: Ranking
+    limits: FrontierLimits
 
     def current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None: ...
 
@@ -43,6 +45,8 @@ class CompletingRows(Protocol):
         now: float,
         admitted_urls: list[str] | None = None,
         inlinks: int = 0,
+        *,
+        orders_resolved: bool = False,
     ) -> AddResult: ...
 
     def record_excluded(
@@ -191,8 +195,13 @@ def _take_links(
     # A followed link is an in-link of its target: a row it creates starts with the count, so
     # only known targets are updated below.
     counted_at_insert = not requeue and not ranking.aopic
+    ignore_order = store.limits.ignore_query_order
+    if links and ignore_order:  # another order of a known URL is an in-link of that URL
+        links = sqlite_enqueue.resolve_query_orders(db, links)
     if links:
-        result = store.add_in(db, links, now, admitted, inlinks=int(counted_at_insert))
+        result = store.add_in(
+            db, links, now, admitted, inlinks=int(counted_at_insert), orders_resolved=ignore_order
+        )
         over_host_budget = result.rejected.get("budget_host", 0)
         rejections.update(result.rejected)
     own = {c.url for c in links if c.host_key == lease.host_key}

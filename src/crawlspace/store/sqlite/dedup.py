@@ -20,6 +20,7 @@ from crawlspace.dedup.simhash import to_signed, to_unsigned
 from crawlspace.plans import CompletionPlan, ContentVerdict, Judgement
 from crawlspace.records import FetchRecord, Lease, UrlCandidate
 from crawlspace.store.sqlite.readonly import read_only_uri
+from crawlspace.urls import seen_key
 
 __all__ = [
     "add_fresh",
@@ -30,6 +31,7 @@ __all__ = [
     "record_content",
     "sink_links",
     "store_verdict",
+    "stored_key",
 ]
 
 _FETCH_COLUMNS: Final = (("simhash", "INTEGER"), ("dup_of", "INTEGER"), ("near_dup_of", "INTEGER"))
@@ -100,6 +102,14 @@ def _rebuild_from_file(path: str, seen: SeenFilter, top: int) -> None:
 HostIds = Callable[[sqlite3.Connection, str], int]
 
 
+def stored_key(url: str, ignore_query_order: bool) -> str | None:
+    """The ``seen_key`` column of a new row of ``url``: its key when that is not the URL."""
+    if not ignore_query_order:
+        return None
+    key = seen_key(url)
+    return None if key == url else key
+
+
 def add_fresh(
     db: sqlite3.Connection,
     seen: SeenFilter,
@@ -110,6 +120,7 @@ def add_fresh(
     fast: bool,
     admitted_urls: list[str] | None = None,
     inlinks: int = 0,
+    ignore_query_order: bool = False,
 ) -> tuple[int, list[UrlCandidate], set[str]]:
     """Insert the candidates the filter proves new; return (added, the rest, maybe-seen URLs).
 
@@ -149,6 +160,7 @@ def add_fresh(
                 now,
                 now,
                 inlinks,
+                stored_key(cand.url, ignore_query_order),
             )
         )
     # No savepoint: inside one, SQLite copies every page the batch first touches to a statement
@@ -158,7 +170,8 @@ def add_fresh(
     before = db.total_changes
     db.executemany(
         "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-        " discovered_at, updated_at, inlinks) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)"
+        " discovered_at, updated_at, inlinks, seen_key)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (url) DO NOTHING",
         rows,
     )

@@ -2,10 +2,17 @@
 
 Every URL is one row of ``urls`` with a UNIQUE url: that index is the exact, durable seen set. A
 Bloom filter in front (store/sqlite/dedup.py) only lets definitely-new URLs skip the upsert.
+
+When query parameter order is ignored (store/base.py FrontierLimits.ignore_query_order), a
+row whose URL is not its own seen key (urls.py seen_key: the parameters in name order) keeps
+the key in ``seen_key``, under a UNIQUE index of those few rows. A candidate with a key is
+first resolved to the URL of the row that has it (``resolve_query_orders``), so the seen test,
+the depth re-admission and a sitemap entry's update below all work on the stored URL.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
@@ -14,12 +21,48 @@ from crawlspace.dedup.seen import SeenFilter
 from crawlspace.records import UrlCandidate
 from crawlspace.store.base import AddResult
 from crawlspace.store.sqlite import dedup as sqlite_dedup
-from crawlspace.store.sqlite.dedup import HostIds
+from crawlspace.store.sqlite.dedup import HostIds, stored_key
+from crawlspace.urls import seen_key
 
-__all__ = ["add_candidates"]
+__all__ = ["add_candidates", "resolve_query_orders"]
 
 # URLs per lookup when settling known URLs in bulk (well under SQLite's variable limit).
 _LOOKUP_CHUNK = 500
+
+
+def resolve_query_orders(
+    db: sqlite3.Connection, candidates: Sequence[UrlCandidate]
+) -> list[UrlCandidate]:
+    """The candidates with each URL whose key a row (or an earlier candidate) has replaced by
+    that row's (that candidate's) URL: the form first linked is the one requested. Only URLs
+    with two or more query parameters have a key, so most batches cost nothing here."""
+    first: dict[str, str] = {}  # key -> the URL it stands for
+    for cand in candidates:
+        key = seen_key(cand.url)
+        if key is not None:
+            first.setdefault(key, cand.url)
+    if not first:
+        return list(candidates)
+    keys = list(first)
+    for start in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[start : start + _LOOKUP_CHUNK]
+        marks = ",".join("?" * len(chunk))
+        first.update(
+            (u, u) for (u,) in db.execute(f"SELECT url FROM urls WHERE url IN ({marks})", chunk)
+        )
+        first.update(
+            db.execute(
+                f"SELECT seen_key, url FROM urls INDEXED BY urls_seen_key"
+                f" WHERE seen_key IN ({marks})",
+                chunk,
+            )
+        )
+    resolved = []
+    for cand in candidates:
+        key = seen_key(cand.url)
+        url = cand.url if key is None else first[key]
+        resolved.append(cand if url == cand.url else dataclasses.replace(cand, url=url))
+    return resolved
 
 
 def _settle_known(
@@ -65,6 +108,8 @@ def add_candidates(
     seen_filter: SeenFilter | None,
     admitted_urls: list[str] | None = None,
     inlinks: int = 0,
+    ignore_query_order: bool = False,
+    orders_resolved: bool = False,
 ) -> AddResult:
     """Enqueue-if-new: each URL not in ``urls`` becomes a queued row (the UNIQUE url is the
     exact seen set), counted on its host; returns what was added, seen and refused, and appends
@@ -75,6 +120,8 @@ def add_candidates(
     admitted: dict[int, int] = {}
     queued_per_host: Counter[int] = Counter()
     maybe_seen: set[str] = set()
+    if ignore_query_order and not orders_resolved:
+        candidates = resolve_query_orders(db, candidates)
     if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite/dedup.py)
         added, candidates, maybe_seen = sqlite_dedup.add_fresh(
             db,
@@ -85,6 +132,7 @@ def add_candidates(
             fast=per_host_limit is None,
             admitted_urls=admitted_urls,
             inlinks=inlinks,
+            ignore_query_order=ignore_query_order,
         )
     candidates, known = _settle_known(db, candidates)
     seen += known
@@ -98,8 +146,8 @@ def add_candidates(
             if admitted[host_id] >= per_host_limit:
                 cur = db.execute(
                     "INSERT OR IGNORE INTO urls (url, host_id, depth, priority, state, reason,"
-                    " redirect_hops, source, discovered_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?)",
+                    " redirect_hops, source, discovered_at, updated_at, seen_key)"
+                    " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?, ?)",
                     (
                         cand.url,
                         host_id,
@@ -109,6 +157,7 @@ def add_candidates(
                         cand.source,
                         now,
                         now,
+                        stored_key(cand.url, ignore_query_order),
                     ),
                 )
                 if cur.rowcount:
@@ -120,8 +169,8 @@ def add_candidates(
         # appears; every other existing row is left alone (the seen test).
         cur = db.execute(
             "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-            " discovered_at, updated_at, lastmod, changefreq, sitemap_priority, inlinks)"
-            " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"
+            " discovered_at, updated_at, lastmod, changefreq, sitemap_priority, inlinks,"
+            " seen_key) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
             " host_id = excluded.host_id, depth = excluded.depth,"
             " priority = excluded.priority, updated_at = excluded.updated_at,"
@@ -140,6 +189,7 @@ def add_candidates(
                 cand.changefreq,
                 cand.sitemap_priority,
                 inlinks,
+                stored_key(cand.url, ignore_query_order),
             ),
         )
         if not cur.rowcount and cand.source == "sitemap_entry":

@@ -107,10 +107,21 @@ class CrawlRecords:
     def _add_missing_columns(self) -> None:
         """Add columns newer than the crawl.db (CREATE TABLE IF NOT EXISTS keeps old tables)."""
         have = {row[1] for row in self.db.execute("PRAGMA table_info(urls)")}
-        added = (("lastmod", "TEXT"), ("changefreq", "TEXT"), ("sitemap_priority", "REAL"))
+        added = (
+            ("lastmod", "TEXT"),
+            ("changefreq", "TEXT"),
+            ("sitemap_priority", "REAL"),
+            ("seen_key", "TEXT"),
+        )
         for column, kind in added:
             if column not in have:
                 self.db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
+        # Only rows whose URL is not its own seen key are in it: a few, and the seen test
+        # looks keys up here (store/sqlite/enqueue.py resolve_query_orders).
+        self.db.execute(
+            "CREATE UNIQUE INDEX IF NOT EXISTS urls_seen_key ON urls (seen_key)"
+            " WHERE seen_key IS NOT NULL"
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -83,7 +83,10 @@ CREATE TABLE IF NOT EXISTS urls (
     next_fetch_at    REAL,
     due_at           REAL,
     last_changed_at  REAL,
-    content_hash     TEXT
+    content_hash     TEXT,
+    -- The URL's key in the seen set when it is not the URL itself (urls.py seen_key: query
+    -- parameters in name order); store/sqlite/enqueue.py resolve_query_orders.
+    seen_key         TEXT
 );
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host_id, priority, id) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS urls_leased ON urls (lease_expires_at) WHERE state = 'leased';

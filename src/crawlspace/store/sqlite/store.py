@@ -112,7 +112,11 @@ class SqliteStore(RecordsDelegate):
         now: float,
         admitted_urls: list[str] | None = None,
         inlinks: int = 0,
+        *,
+        orders_resolved: bool = False,
     ) -> AddResult:
+        """``orders_resolved``: the caller resolved the candidates' query orders already
+        (sqlite/enqueue.py resolve_query_orders), to pass in-links on to the stored URLs."""
         return sqlite_enqueue.add_candidates(
             db,
             candidates,
@@ -122,15 +126,22 @@ class SqliteStore(RecordsDelegate):
             seen_filter=self.seen_filter,
             admitted_urls=admitted_urls,
             inlinks=inlinks,
+            ignore_query_order=self.limits.ignore_query_order,
+            orders_resolved=orders_resolved,
         )
 
     def record_excluded(
         self, db: sqlite3.Connection, excluded: Sequence[tuple[str, str]], depth: int, now: float
     ) -> None:
+        ignore_order = self.limits.ignore_query_order
         db.executemany(
             "INSERT OR IGNORE INTO urls (url, depth, priority, state, reason, source,"
-            " discovered_at, updated_at) VALUES (?, ?, 0, 'excluded', ?, 'link', ?, ?)",
-            [(url, depth, reason, now, now) for url, reason in excluded],
+            " discovered_at, updated_at, seen_key)"
+            " VALUES (?, ?, 0, 'excluded', ?, 'link', ?, ?, ?)",
+            [
+                (url, depth, reason, now, now, sqlite_dedup.stored_key(url, ignore_order))
+                for url, reason in excluded
+            ],
         )
         if self.seen_filter is not None:
             for url, _ in excluded:
