@@ -200,6 +200,9 @@ class CrawlConfig:
     revisit_failed_interval: float = 86400.0
     # Value scales each revisit's wait (frontier/revisit.py): priority points per doubling.
     revisit_value_points: float = 10.0
+    # A URL no page or sitemap linked for this many passes of revisit_max_interval is retired
+    # at its next revisit (frontier/retirement.py): not fetched again, deleted from the feed.
+    retire_after_passes: int = 3
     revisit_share: float = 0.5
     # Priority (frontier/priority.py): "score" (depth, sitemap priority and lastmod, pattern
     # points "POINTS [HOST_GLOB ]PATTERN", in-links, host demotions) or "aopic" (cash, see

@@ -144,6 +144,8 @@ def _check_limits(config: Any) -> None:
         raise ConfigError(f"revisit_share must be in [0, 1] (got {config.revisit_share})")
     if config.revisit_value_points < 0:
         raise ConfigError(f"revisit_value_points must be >= 0 (got {config.revisit_value_points})")
+    if config.retire_after_passes < 0:
+        raise ConfigError(f"retire_after_passes must be >= 0 (got {config.retire_after_passes})")
     if config.discovery_window < 1:
         raise ConfigError(f"discovery_window must be >= 1 (got {config.discovery_window})")
     if config.trap_sample < 0 or not 0.0 < config.trap_sibling_share <= 1.0:

@@ -178,6 +178,8 @@ HELP: Final = {
     "revisit_value_points": "priority points that double a revisit's wait (or halve it, ahead"
     " of a depth-1 page): important pages come back sooner, within 4x either way; 0 turns"
     " value off",
+    "retire_after_passes": "a URL no page or sitemap linked for this many revisit_max_interval"
+    " passes is retired at its next revisit (0: never)",
     "revisit_share": "share of a host's leases that go to due revisits when it has new URLs too",
     "priority_policy": "score (depth, sitemap hints, patterns, in-links) or aopic (cash)",
     "priority_patterns": "'POINTS [HOST_GLOB ]PATTERN' entries: URLs matching go earlier"

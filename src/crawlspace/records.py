@@ -95,6 +95,9 @@ class Lease:
     # revisit's moved into the revisit band, bands.py): its value, which scales its revisits.
     # None: not known (its revisits wait their change interval as it is).
     priority: int | None = None
+    # The last time a page or a sitemap linked the URL, kept while retirement is on
+    # (frontier/retirement.py; FrontierLimits.link_times). None: not kept.
+    linked_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,30 @@ def test_parameter_order_kept_apart_when_asked(make_frontier: FrontierFactory) -
     assert (added.added, added.already_seen) == (2, 0)
 
 
+def test_a_lease_carries_when_its_url_was_last_linked(make_frontier: FrontierFactory) -> None:
+    """FrontierLimits.link_times (frontier/retirement.py): admitted at 1.0, linked again by a
+    page at 5.0; its lease says 5.0."""
+    frontier = make_frontier(FrontierLimits(link_times=True))
+    frontier.add([cand("http://a", "/1"), cand("http://a", "/2")], 1.0)
+    (robots,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    frontier.complete_robots(robots, robots_ok(robots, 1.0), 1.0)
+    (first,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    assert (first.url, first.linked_at) == ("http://a/1", 1.0)
+    links = [cand("http://a", "/2", 1)]
+    assert frontier.complete(first, dataclasses.replace(fetched(0.0), discovered=links), 5.0)
+    (second,) = frontier.lease(6.0, 1, LEASE_SECONDS)
+    assert (second.url, second.linked_at) == ("http://a/2", 5.0)
+
+
+def test_no_link_time_is_kept_unless_asked(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand("http://b", "/1")], 1.0)
+    (robots,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    frontier.complete_robots(robots, robots_ok(robots, 1.0), 1.0)
+    (page,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    assert page.linked_at is None
+
+
 def test_priority_orders_urls_within_a_host(make_frontier: FrontierFactory) -> None:
     frontier = make_frontier(FrontierLimits())
     frontier.add([cand("http://a", "/deep", priority=5), cand("http://a", "/top", priority=0)], 0.0)

@@ -181,3 +181,12 @@ def test_anchor_texts_per_url_are_distinct_and_few() -> None:
     pre = prenormalize(links, URL, texts)
     assert pre.anchors == [["one", "two", "three", "four"]]
     assert prenormalize(links, URL).anchors is None
+
+
+def test_a_retired_url_is_deleted_and_other_exclusions_say_nothing() -> None:
+    found = entry(Completion("excluded", reason="retired"), version=3)
+    assert found is not None
+    assert (found.kind, found.doc_id) == (DELETE, document_id(URL))
+    meta = json.loads(found.meta)
+    assert (meta["reason"], meta["status"], meta["url_version"]) == ("retired", None, 3)
+    assert entry(Completion("excluded", reason="robots"), version=3) is None

@@ -37,6 +37,7 @@ from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, OutagePolicy, down, read_outage
 from crawlspace.frontier.priority import DEPTH_WEIGHT
+from crawlspace.frontier.retirement import RETIRED, RetirementPolicy
 from crawlspace.frontier.sitemap_budget import SITEMAP_BUDGET, SITEMAP_NOTE, count_sitemaps
 from crawlspace.lifecycle import HOST_DOWN
 from crawlspace.records import Completion, FetchRecord, Lease, UrlCandidate
@@ -69,12 +70,14 @@ class HostRules:
         learn_equivalence: bool = True,
         learn_order: bool = False,
         outages: OutagePolicy | None = None,
+        retirement: RetirementPolicy | None = None,
         max_sitemaps: int = 50,
     ) -> None:
         self._store = store
         self._rules = rules
         self._now = now
         self._outages = outages or OutagePolicy()
+        self._retirement = retirement or RetirementPolicy()
         self._max_sitemaps = max_sitemaps
         self._learn_equivalence = learn_equivalence
         # Evidence of parameter order only when the seen set keeps orders apart (config
@@ -132,6 +135,8 @@ class HostRules:
     def before_fetch(self, lease: Lease) -> Completion | None:
         """The exclusion (or the given-up host's failure) that ends a leased URL unfetched, or
         None to fetch it."""
+        if self._retirement.retired(lease, self._now()):
+            return Completion(state="excluded", reason=RETIRED)
         notes = self._store.host_notes(lease.host_key, self._note_names(lease))
         self._read[lease.lease_id] = notes
         if down(self._outages, read_outage(notes.get(OUTAGE_NOTE)), self._now()):

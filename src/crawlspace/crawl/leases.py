@@ -27,6 +27,7 @@ from crawlspace.crawl.robots_visit import robots_retrying, robots_waits
 from crawlspace.crawl.setup import (
     completion_policy,
     outage_policy,
+    retirement_policy,
     revisit_policy,
     yield_rules,
 )
@@ -161,6 +162,7 @@ class LeaseRunner:
             learn_equivalence=parts.config.learn_url_equivalence,
             learn_order=parts.config.query_order == "learned",
             outages=outage_policy(parts.config),
+            retirement=retirement_policy(parts.config),
             max_sitemaps=parts.config.max_sitemaps_per_host,
         )
         self.tally = LeaseTally()

@@ -36,6 +36,7 @@ from crawlspace.frontier.front_queues import front_queues
 from crawlspace.frontier.outage import OutagePolicy
 from crawlspace.frontier.plans import CompletionPolicy
 from crawlspace.frontier.priority import PriorityRules, compile_priority_patterns
+from crawlspace.frontier.retirement import RetirementPolicy
 from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.frontier.trap_yield import YieldRules
 from crawlspace.limits import AddressPolicy
@@ -117,7 +118,14 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         cash=Aopic(config.aopic_tax) if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
         ignore_query_order=config.query_order == "ignored",
+        link_times=retirement_policy(config).passes > 0,
     )
+
+
+def retirement_policy(config: CrawlConfig) -> RetirementPolicy:
+    """When a URL no longer linked leaves the crawl: only a continuous crawl revisits."""
+    passes = config.retire_after_passes if config.continuous else 0
+    return RetirementPolicy(passes, config.revisit_max_interval)
 
 
 def completion_policy(config: CrawlConfig) -> CompletionPolicy:

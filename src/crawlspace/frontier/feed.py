@@ -7,7 +7,8 @@ found. Each URL version whose visit changes that gives one record (docs/feed.md)
   and the canonical it names are one document);
 - a **delete** of the URL's id when the visit shows it should not be in an index: the page is
   gone (404, 410), redirects elsewhere (the target is a document of its own), says noindex
-  (meta robots or X-Robots-Tag), or is another URL's content (an exact or near duplicate).
+  (meta robots or X-Robots-Tag), is another URL's content (an exact or near duplicate), or was
+  retired unfetched because no page links to it any more (frontier/retirement.py).
 
 Visits that say nothing new leave the index as it is and give no record: a retry, a failure (a
 server that is down now may not be later; retries exhausted are not a deletion), an exclusion,
@@ -27,6 +28,7 @@ from typing import Any
 import orjson
 
 from crawlspace.feed_format import DELETE, FEED_SCHEMA, UPSERT, document_id
+from crawlspace.frontier.retirement import RETIRED
 from crawlspace.plans import ContentVerdict, FeedEntry
 from crawlspace.records import Completion, FetchRecord, Lease
 from crawlspace.urls import normalize
@@ -49,6 +51,8 @@ def feed_entry(source: FeedSource, verdict: ContentVerdict) -> FeedEntry | None:
     fetch = completion.fetch
     if completion.state == "redirected":
         return _delete(source, "redirected", fetch)
+    if completion.state == "excluded" and completion.reason == RETIRED:
+        return _delete(source, RETIRED, None)  # no page links to it any more
     if completion.state != "fetched" or fetch is None:
         return None
     if completion.reason == "gone":

@@ -39,6 +39,9 @@ class FrontierLimits:
     # test is on urls.py seen_key (config query_order "ignored"); the request keeps the URL
     # as first linked. False: the URL as linked is its own key.
     ignore_query_order: bool = True
+    # Keep each URL's last time a page or sitemap linked it (Lease.linked_at), for retirement
+    # (frontier/retirement.py): on in a continuous crawl that retires URLs.
+    link_times: bool = False
 
 
 @dataclass(frozen=True, slots=True)

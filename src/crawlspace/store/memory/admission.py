@@ -75,8 +75,11 @@ class MemoryAdmission:
         added = seen = 0
         rejected: dict[str, int] = {}
         cap = self._limits.max_pages_per_host
+        linked_at = now if self._limits.link_times else None
         for cand in candidates:
             known = self._urls.get(url_key(cand.url, self._limits))
+            if known is not None and linked_at is not None:
+                known.linked_at = linked_at  # (retirement: frontier/retirement.py)
             if known is not None and not self._readmit(known, cand):
                 seen += 1
                 admitted.known.append(known)
@@ -106,6 +109,7 @@ class MemoryAdmission:
                 host.budget_counts[key] = host.budget_counts.get(key, 0) + 1
             host.admitted += 1
             url = self._new_url(cand, UrlState.QUEUED)
+            url.linked_at = linked_at
             self._enqueue(host, url)
             self._reschedule(host)
             admitted.new.append(url)

@@ -43,6 +43,7 @@ class MemUrl:
     content_hash: str | None = None
     next_fetch_at: float | None = None
     visited_at: float | None = None  # when its last visit's completion was written
+    linked_at: float | None = None  # last linked by a page or sitemap (FrontierLimits.link_times)
     # Link policy (links.py): pages linking here, AOPIC cash and Lambda's total when last paid.
     inlinks: int = 0
     cash: float = 0.0
@@ -138,4 +139,5 @@ def page_lease(lease_id: str, host_key: str, url: MemUrl, expires_at: float) -> 
         content_hash=url.content_hash,
         changefreq=url.changefreq,
         priority=url.priority,
+        linked_at=url.linked_at,
     )

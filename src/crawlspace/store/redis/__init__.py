@@ -36,8 +36,8 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
                                element (useq - 1) % 128 of list g = (useq - 1) // 128; fields
                                state, version, prio, depth, hops, src, hn (host number), path
                                (the URL without its host key), attempts, lease, epoch, reason,
-                               at, etag, lm, ri/nf/lc/ch/cf/due (recrawl), cash/lp (AOPIC):
-                               lua/_common.lua REC_FIELDS
+                               at, etag, lm, ri/nf/lc/ch/cf/due (recrawl), cash/lp (AOPIC),
+                               lk (last linked, retirement): lua/_common.lua REC_FIELDS
     {ns:bN}:i:<g>       hash   index in list u:<g> -> the URL's in-link count (add.lua)
     {ns:bN}:hs          list   host keys by host number (records name their host by it)
     {ns:bN}:hn          hash   host key -> host number

@@ -97,7 +97,7 @@ def admit(
     if page_host is None or not inlink_cap:
         weight = inlink_cap = 0
     aopic = ("", "") if cash is None else (repr(cash[0]), repr(cash[1]))
-    links = (weight, inlink_cap, page_host or "", *aopic)
+    links = (weight, inlink_cap, page_host or "", *aopic, int(frontier.limits.link_times))
     budget_args = [arg for reason_cap in caps for arg in reason_cap]
     calls: list[tuple[int, Sequence[object]]] = []
     width = 9 + len(caps)

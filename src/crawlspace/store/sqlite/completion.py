@@ -216,5 +216,8 @@ def _take_links(
         )
     if not requeue:
         created = set(admitted) if counted_at_insert else set()
-        ranking.pass_on(db, cash, [c.url for c in links if c.url not in created], plan.inlinks)
+        targets = [c.url for c in links if c.url not in created]
+        # (the link time only while retirement needs it: frontier/retirement.py)
+        linked_at = now if store.limits.link_times else None
+        ranking.pass_on(db, cash, targets, plan.inlinks, linked_at)
     return same_host

@@ -104,7 +104,7 @@ HostIds = Callable[[sqlite3.Connection, str], int]
 
 def stored_key(url: str, ignore_query_order: bool) -> str | None:
     """The ``seen_key`` column of a new row of ``url``: its key when that is not the URL."""
-    if not ignore_query_order:
+    if not ignore_query_order or "&" not in url:
         return None
     key = seen_key(url)
     return None if key == url else key
@@ -121,6 +121,7 @@ def add_fresh(
     admitted_urls: list[str] | None = None,
     inlinks: int = 0,
     ignore_query_order: bool = False,
+    linked_at: float | None = None,
 ) -> tuple[int, list[UrlCandidate], set[str]]:
     """Insert the candidates the filter proves new; return (added, the rest, maybe-seen URLs).
 
@@ -161,6 +162,7 @@ def add_fresh(
                 now,
                 inlinks,
                 stored_key(cand.url, ignore_query_order),
+                linked_at,
             )
         )
     # No savepoint: inside one, SQLite copies every page the batch first touches to a statement
@@ -170,8 +172,8 @@ def add_fresh(
     before = db.total_changes
     db.executemany(
         "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-        " discovered_at, updated_at, inlinks, seen_key)"
-        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)"
+        " discovered_at, updated_at, inlinks, seen_key, linked_at)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (url) DO NOTHING",
         rows,
     )

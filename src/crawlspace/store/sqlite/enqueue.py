@@ -38,7 +38,8 @@ def resolve_query_orders(
     with two or more query parameters have a key, so most batches cost nothing here."""
     first: dict[str, str] = {}  # key -> the URL it stands for
     for cand in candidates:
-        key = seen_key(cand.url)
+        # ('&' first: a substring test, where most links would otherwise pay for a call)
+        key = seen_key(cand.url) if "&" in cand.url else None
         if key is not None:
             first.setdefault(key, cand.url)
     if not first:
@@ -110,6 +111,7 @@ def add_candidates(
     inlinks: int = 0,
     ignore_query_order: bool = False,
     orders_resolved: bool = False,
+    linked_at: float | None = None,
 ) -> AddResult:
     """Enqueue-if-new: each URL not in ``urls`` becomes a queued row (the UNIQUE url is the
     exact seen set), counted on its host; returns what was added, seen and refused, and appends
@@ -133,6 +135,7 @@ def add_candidates(
             admitted_urls=admitted_urls,
             inlinks=inlinks,
             ignore_query_order=ignore_query_order,
+            linked_at=linked_at,
         )
     candidates, known = _settle_known(db, candidates)
     seen += known
@@ -170,7 +173,7 @@ def add_candidates(
         cur = db.execute(
             "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
             " discovered_at, updated_at, lastmod, changefreq, sitemap_priority, inlinks,"
-            " seen_key) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " seen_key, linked_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
             " host_id = excluded.host_id, depth = excluded.depth,"
             " priority = excluded.priority, updated_at = excluded.updated_at,"
@@ -190,6 +193,7 @@ def add_candidates(
                 cand.sitemap_priority,
                 inlinks,
                 stored_key(cand.url, ignore_query_order),
+                linked_at,
             ),
         )
         if not cur.rowcount and cand.source == "sitemap_entry":
@@ -200,12 +204,14 @@ def add_candidates(
                 "UPDATE urls SET lastmod = COALESCE(?, lastmod),"
                 " changefreq = COALESCE(?, changefreq),"
                 " sitemap_priority = COALESCE(?, sitemap_priority),"
+                " linked_at = COALESCE(?, linked_at),"
                 " next_fetch_at = CASE WHEN next_fetch_at > ? AND updated_at < ? THEN ?"
                 " ELSE next_fetch_at END WHERE url = ?",
                 (
                     cand.lastmod,
                     cand.changefreq,
                     cand.sitemap_priority,
+                    linked_at,
                     now,
                     cand.stale_before,
                     now,

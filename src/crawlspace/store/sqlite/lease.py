@@ -132,7 +132,7 @@ def _lease_pages(
         if row is None:
             continue
         url_id, url, version, attempts, depth, hops, etag, last_modified, source = row[:9]
-        interval, content_hash, changefreq, priority = row[9:]
+        interval, content_hash, changefreq, priority, linked_at = row[9:]
         lease_id = new_id()
         url_rows.append((lease_id, expires_at, url_id))
         # The host's new head and front band (store/sqlite/front.py: a lease keeps them itself).
@@ -160,6 +160,7 @@ def _lease_pages(
                 content_hash=content_hash,
                 changefreq=changefreq,
                 priority=priority,
+                linked_at=linked_at,
             )
         )
     db.executemany(

@@ -82,9 +82,10 @@ class Ranking:
         cash: float,
         targets: Sequence[str],
         step: InlinkStep | None,
+        linked_at: float | None = None,
     ) -> None:
-        """A visit's followed links: in-link counts (moved as the plan's ``step`` says), and
-        under AOPIC the page's cash."""
+        """A visit's followed links: in-link counts (moved as the plan's ``step`` says), under
+        AOPIC the page's cash, and when given the time they were linked (retirement)."""
         if not targets and not (self.aopic and cash > 0.0):
             return
         if self.cash is None:
@@ -95,22 +96,24 @@ class Ranking:
                 db.executemany(
                     "UPDATE urls SET inlinks = inlinks + 1, priority = CASE WHEN"
                     " state = 'queued' AND inlinks BETWEEN 1 AND ? THEN CASE WHEN priority >= 0"
-                    " THEN MAX(priority - ?, 0) ELSE priority - ? END ELSE priority END"
-                    " WHERE url = ?",
-                    [(step.pages, weight, weight, url) for url in targets],
+                    " THEN MAX(priority - ?, 0) ELSE priority - ? END ELSE priority END,"
+                    " linked_at = COALESCE(?, linked_at) WHERE url = ?",
+                    [(step.pages, weight, weight, linked_at, url) for url in targets],
                 )
             else:
                 db.executemany(
-                    "UPDATE urls SET inlinks = inlinks + 1 WHERE url = ?", [(u,) for u in targets]
+                    "UPDATE urls SET inlinks = inlinks + 1, linked_at = COALESCE(?, linked_at)"
+                    " WHERE url = ?",
+                    [(linked_at, u) for u in targets],
                 )
             return
         share, to_lambda = self.cash.split(cash, len(targets))
         lam = self._lambda_per_page(db)
         db.executemany(
             f"UPDATE urls SET inlinks = inlinks + 1, priority = {_BANDED}, cash = cash + ?,"
-            " lambda_paid = CASE WHEN inlinks = 0 AND cash = 0 THEN ? ELSE lambda_paid END"
-            " WHERE url = ?",
-            [(share, share, share, lam, url) for url in targets],
+            " lambda_paid = CASE WHEN inlinks = 0 AND cash = 0 THEN ? ELSE lambda_paid END,"
+            " linked_at = COALESCE(?, linked_at) WHERE url = ?",
+            [(share, share, share, lam, linked_at, url) for url in targets],
         )
         if to_lambda > 0.0:
             # Lambda links to every known page, so each gets an equal part (paid lazily).

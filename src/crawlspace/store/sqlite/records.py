@@ -112,6 +112,7 @@ class CrawlRecords:
             ("changefreq", "TEXT"),
             ("sitemap_priority", "REAL"),
             ("seen_key", "TEXT"),
+            ("linked_at", "REAL"),
         )
         for column, kind in added:
             if column not in have:

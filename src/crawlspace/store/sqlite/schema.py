@@ -86,7 +86,10 @@ CREATE TABLE IF NOT EXISTS urls (
     content_hash     TEXT,
     -- The URL's key in the seen set when it is not the URL itself (urls.py seen_key: query
     -- parameters in name order); store/sqlite/enqueue.py resolve_query_orders.
-    seen_key         TEXT
+    seen_key         TEXT,
+    -- The last time a page or sitemap linked the URL, kept while retirement is on
+    -- (frontier/retirement.py; NULL: not kept).
+    linked_at        REAL
 );
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (host_id, priority, id) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS urls_leased ON urls (lease_expires_at) WHERE state = 'leased';

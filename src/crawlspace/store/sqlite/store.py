@@ -128,6 +128,7 @@ class SqliteStore(RecordsDelegate):
             inlinks=inlinks,
             ignore_query_order=self.limits.ignore_query_order,
             orders_resolved=orders_resolved,
+            linked_at=now if self.limits.link_times else None,
         )
 
     def record_excluded(

@@ -91,7 +91,7 @@ end
 -- number in the bucket (host_num). Decoded, an empty field is nil, as HMGET's absent field was.
 local REC_FIELDS = {'state', 'version', 'prio', 'depth', 'hops', 'src', 'hn', 'path', 'attempts',
   'lease', 'epoch', 'reason', 'at', 'etag', 'lm', 'ri', 'nf', 'lc', 'ch', 'cf', 'due', 'cash',
-  'lp'}
+  'lp', 'lk'}
 local STATE_NAMES = {q = 'queued', l = 'leased', f = 'fetched', r = 'redirected', x = 'excluded',
   e = 'failed', n = 'not_modified'}
 local SRC_NAMES = {k = 'link', s = 'seed', m = 'sitemap', e = 'sitemap_entry', r = 'redirect',
@@ -128,8 +128,8 @@ local function rec_encode(r)
     r.depth or '', r.hops or '', src_code(r.src), r.hn or '', r.path or '',
     r.attempts or '', r.lease or '', r.epoch or '', r.reason or '', r.at or '', r.etag or '',
     r.lm or '', r.ri or '', r.nf or '', r.lc or '', r.ch or '', r.cf or '', r.due or '',
-    r.cash or '', r.lp or ''}
-  local n = 23
+    r.cash or '', r.lp or '', r.lk or ''}
+  local n = 24
   while n > 0 and out[n] == '' do n = n - 1 end
   return table.concat(out, '\31', 1, n)
 end

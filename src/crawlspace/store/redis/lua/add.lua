@@ -1,7 +1,8 @@
 -- Enqueue-if-new for one bucket. ARGV: prefix, now, cap (-1: no per-host budget), max_in_flight,
 -- in-link weight and cap (0 0: links are not in-links, e.g. seeds), the page's
 -- host ('' none), Lambda's per-page total ('' unless AOPIC) and each candidate's cash (a page's
--- links: the page's share for each; seeds and sitemaps: the seed cash), nb (keyed budgets), then
+-- links: the page's share for each; seeds and sitemaps: the seed cash), whether to keep when each
+-- URL was last linked ('1': records.py Lease.linked_at, the record's lk), nb (keyed budgets), then
 -- nb pairs (reason, cap), then 9 + nb fields per candidate: url, host, depth, priority, hops,
 -- source, sitemap changefreq ('' none), its fingerprint (seen_key), its stale_before ('' none:
 -- records.py UrlCandidate; a known URL whose last visit ended before it and whose revisit is
@@ -29,13 +30,14 @@ local max_in_flight = tonumber(ARGV[4])
 local weight, inlink_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
 local page_host = ARGV[7]
 local lam, cash = ARGV[8], ARGV[9]
-local nb = tonumber(ARGV[10])
+local linked = ARGV[10] == '1'
+local nb = tonumber(ARGV[11])
 local reasons, caps = {}, {}
 for b = 1, nb do
-  reasons[b] = ARGV[9 + 2 * b]
-  caps[b] = tonumber(ARGV[10 + 2 * b])
+  reasons[b] = ARGV[10 + 2 * b]
+  caps[b] = tonumber(ARGV[11 + 2 * b])
 end
-local first = 11 + 2 * nb
+local first = 12 + 2 * nb
 local focus = {}  -- id, url of each URL admitted on the page's host
 local width = 9 + nb
 local before = marks()
@@ -153,6 +155,10 @@ for i = first, #ARGV, width do
   local sk = seen_key(fp)
   local known = redis.call('HGET', sk, fp)  -- (seen first: most links of a page are known)
   if known then
+    if linked then  -- linked again now (frontier/retirement.py)
+      local r, key, at = rec_get(url_id(tonumber(known)))
+      if r then r.lk = NOW; rec_set(key, at, r) end
+    end
     if not (deep and readmit(fp, host, i)) then
       seen = seen + 1
       if ARGV[i + 8] ~= '' then stale(url_id(tonumber(known)), tonumber(ARGV[i + 8])) end
@@ -174,6 +180,7 @@ for i = first, #ARGV, width do
       depth = ARGV[i + 2], hops = ARGV[i + 4], src = ARGV[i + 5], hn = host_num(host),
       path = path_of(url, host), cf = ARGV[i + 6]}
     if lam ~= '' then r.cash, r.lp = cash, lam end
+    if linked then r.lk = NOW end
     if refused then
       -- Remembered, so the link seen again later counts as seen, not as a new rejection.
       r.reason = refused == 1 and 'budget_host' or reasons[refused - 1]
