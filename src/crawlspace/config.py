@@ -203,6 +203,10 @@ class CrawlConfig:
     # A URL no page or sitemap linked for this many passes of revisit_max_interval is retired
     # at its next revisit (frontier/retirement.py): not fetched again, deleted from the feed.
     retire_after_passes: int = 3
+    # Host allowances (frontier/allowance.py): a host whose last discovery window of pages
+    # wasted a share s (errors, duplicates) waits its politeness gap / (1 - s) after an
+    # ordinary page, at most max_host_slowdown times it; never less than politeness. 1: off.
+    max_host_slowdown: float = 4.0
     revisit_share: float = 0.5
     # Priority (frontier/priority.py): "score" (depth, sitemap priority and lastmod, pattern
     # points "POINTS [HOST_GLOB ]PATTERN", in-links, host demotions) or "aopic" (cash, see

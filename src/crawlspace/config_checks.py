@@ -144,6 +144,8 @@ def _check_limits(config: Any) -> None:
         raise ConfigError(f"revisit_share must be in [0, 1] (got {config.revisit_share})")
     if config.revisit_value_points < 0:
         raise ConfigError(f"revisit_value_points must be >= 0 (got {config.revisit_value_points})")
+    if config.max_host_slowdown < 1:
+        raise ConfigError(f"max_host_slowdown must be >= 1 (got {config.max_host_slowdown})")
     if config.retire_after_passes < 0:
         raise ConfigError(f"retire_after_passes must be >= 0 (got {config.retire_after_passes})")
     if config.discovery_window < 1:

@@ -180,6 +180,8 @@ HELP: Final = {
     " value off",
     "retire_after_passes": "a URL no page or sitemap linked for this many revisit_max_interval"
     " passes is retired at its next revisit (0: never)",
+    "max_host_slowdown": "the most a host whose pages are errors or duplicates has its"
+    " politeness gap multiplied by (1: off)",
     "revisit_share": "share of a host's leases that go to due revisits when it has new URLs too",
     "priority_policy": "score (depth, sitemap hints, patterns, in-links) or aopic (cash)",
     "priority_patterns": "'POINTS [HOST_GLOB ]PATTERN' entries: URLs matching go earlier"

@@ -147,9 +147,9 @@ class CompletionPlan(Protocol):
         host's duplicates and fetched pages before this one."""
         ...
 
-    def after_links(self, found: int) -> LinkEffects:
+    def after_links(self, found: int, *, duplicate: bool = False) -> LinkEffects:
         """Once its links are admitted: ``found`` is how many new URLs they queued, or would
-        have but for the per-host page budget."""
+        have but for the per-host page budget; ``duplicate``: the page's content verdict."""
         ...
 
     def feed_entry(self, verdict: ContentVerdict) -> FeedEntry | None:
@@ -198,7 +198,7 @@ class _Unplanned:
     def judge(self, content: ContentIndex, owner: int, duplicates: int, fetched: int) -> Judgement:
         return _NOT_JUDGED
 
-    def after_links(self, found: int) -> LinkEffects:
+    def after_links(self, found: int, *, duplicate: bool = False) -> LinkEffects:
         return _NO_EFFECTS
 
     def feed_entry(self, verdict: ContentVerdict) -> FeedEntry | None:

@@ -12,6 +12,8 @@ from crawlspace.frontier.budgets import (
     TrapRules,
     advance_window,
     compile_excludes,
+    decode_window,
+    encode_window,
     max_segment_repeats,
     parent_patterns,
     trap_reason,
@@ -85,6 +87,16 @@ def test_discovery_window_flags_a_ratio_that_does_not_fall() -> None:
     for _ in range(10):
         calm = advance_window(calm, 0, window=10, min_ratio=1.0)
     assert not calm.flagged  # a host that stops inventing URLs recovers
+
+
+def test_discovery_window_keeps_the_wasted_share_and_reads_old_notes() -> None:
+    state = DiscoveryWindow()
+    for page in range(10):
+        state = advance_window(state, 1, window=10, min_ratio=1.0, wasted=page % 4 != 0)
+    assert (state.pages, state.wasted, state.last_waste) == (0, 0, 0.7)
+    state = advance_window(state, 0, window=10, min_ratio=1.0, wasted=True)
+    assert decode_window(encode_window(state)) == state
+    assert decode_window("3 41 2.5 1") == DiscoveryWindow(3, 41, 2.5, True)  # before the waste
 
 
 def test_discovery_admission_applies_trap_rules() -> None:

@@ -31,8 +31,9 @@ from crawlspace.discovery.sitemaps import SITEMAP_SOURCE
 from crawlspace.frontier import canonical as canon
 from crawlspace.frontier import trap_yield as traps
 from crawlspace.frontier import url_equivalence as dust
+from crawlspace.frontier.allowance import AllowancePolicy
 from crawlspace.frontier.backoff import THROTTLE_NOTE, throttled_since
-from crawlspace.frontier.budgets import WINDOW_NOTE
+from crawlspace.frontier.budgets import WINDOW_NOTE, decode_window
 from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, OutagePolicy, down, read_outage
@@ -71,6 +72,7 @@ class HostRules:
         learn_order: bool = False,
         outages: OutagePolicy | None = None,
         retirement: RetirementPolicy | None = None,
+        allowance: AllowancePolicy | None = None,
         max_sitemaps: int = 50,
     ) -> None:
         self._store = store
@@ -78,6 +80,7 @@ class HostRules:
         self._now = now
         self._outages = outages or OutagePolicy()
         self._retirement = retirement or RetirementPolicy()
+        self._allowance = allowance or AllowancePolicy(max_slowdown=1.0)
         self._max_sitemaps = max_sitemaps
         self._learn_equivalence = learn_equivalence
         # Evidence of parameter order only when the seen set keeps orders apart (config
@@ -122,6 +125,12 @@ class HostRules:
         """The lease's host's current run of unanswered requests (frontier/outage.py), from
         the notes read before its fetch."""
         return read_outage(self._notes(lease).get(OUTAGE_NOTE))
+
+    def slowdown(self, lease: Lease) -> float:
+        """What the politeness gap after this lease's page is multiplied by: its host's
+        allowance (frontier/allowance.py), from the notes read before its fetch."""
+        window = decode_window(self._notes(lease).get(WINDOW_NOTE))
+        return self._allowance.slowdown(window, lease.priority)
 
     def forget(self, lease: Lease) -> None:
         """The lease's run ended: drop what was read for it."""

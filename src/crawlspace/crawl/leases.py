@@ -25,6 +25,7 @@ from crawlspace.crawl.commit import GroupCommitter
 from crawlspace.crawl.host_rules import HostRules
 from crawlspace.crawl.robots_visit import robots_retrying, robots_waits
 from crawlspace.crawl.setup import (
+    allowance_policy,
     completion_policy,
     outage_policy,
     retirement_policy,
@@ -163,6 +164,7 @@ class LeaseRunner:
             learn_order=parts.config.query_order == "learned",
             outages=outage_policy(parts.config),
             retirement=retirement_policy(parts.config),
+            allowance=allowance_policy(parts.config),
             max_sitemaps=parts.config.max_sitemaps_per_host,
         )
         self.tally = LeaseTally()
@@ -200,9 +202,15 @@ class LeaseRunner:
             if learned is not None:  # a trap's member or a canonical's variant: not fetched
                 await self.commit(lease, learned)
                 return
-            since = self.host_rules.throttled_since(lease)
-            outage = self.host_rules.outage(lease)
-            completion = await visitor.visit_page(lease, record, rules, since, outage)
+            host = self.host_rules
+            completion = await visitor.visit_page(
+                lease,
+                record,
+                rules,
+                throttled_since=host.throttled_since(lease),
+                outage=host.outage(lease),
+                slowdown=host.slowdown(lease),
+            )
             await self.commit(lease, completion)
         except AddressBusyError as busy:
             # Nothing was sent: the lease goes back and its host waits for the address (another

@@ -30,6 +30,7 @@ from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
 from crawlspace.errors import OutputDirError
 from crawlspace.fetch.settings import FetchSettings
+from crawlspace.frontier.allowance import AllowancePolicy
 from crawlspace.frontier.aopic import Aopic
 from crawlspace.frontier.budgets import TrapRules, compile_excludes, keyed_budgets
 from crawlspace.frontier.front_queues import front_queues
@@ -120,6 +121,11 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         ignore_query_order=config.query_order == "ignored",
         link_times=retirement_policy(config).passes > 0,
     )
+
+
+def allowance_policy(config: CrawlConfig) -> AllowancePolicy:
+    """How far a host that wastes its visits is slowed below its politeness limit."""
+    return AllowancePolicy(config.max_host_slowdown if config.discovery_window else 1.0)
 
 
 def retirement_policy(config: CrawlConfig) -> RetirementPolicy:

@@ -60,12 +60,15 @@ class Visitor:
         lease: Lease,
         robots: RobotsRecord,
         rules: RobotsTxt,
+        *,
         throttled_since: float | None = None,
         outage: Outage | None = None,
+        slowdown: float = 1.0,
     ) -> Completion:
         """Fetch the leased page (``throttled_since``: when its host's current throttling
         streak began, frontier/backoff.py; ``outage``: its host's current run of unanswered
-        requests, frontier/outage.py) and say how its visit ended."""
+        requests, frontier/outage.py; ``slowdown``: its host's allowance, what its politeness
+        gap is multiplied by, frontier/allowance.py) and say how its visit ended."""
         config = self._parts.config
         if robots.outcome == DISALLOW_ALL and robots.error in FINAL_ROBOTS_ERRORS:
             return Completion(state="excluded", reason=robots.error)
@@ -96,7 +99,9 @@ class Visitor:
             completion, given_up = self._failed(lease, exc.reason, outage, ended)
             if given_up:  # its queued URLs fail next, unsent (frontier/outage.py)
                 host = replace(host, wait=0.0)
-            return self._schedule_host(completion, host, ended, ended - started, crawl_delay)
+            return self._schedule_host(
+                completion, host, ended, ended - started, crawl_delay, slowdown=slowdown
+            )
         host = self._host_wait(lease, response)
         crash_point("after_response")
         lookup = self._parts.lookup(response)  # archived lately? (archive/captures.py)
@@ -121,7 +126,7 @@ class Visitor:
         if notes != completion.notes:
             completion = replace(completion, notes=notes)
         completion = self._schedule_host(
-            completion, host, response.ended_at, response.elapsed, crawl_delay
+            completion, host, response.ended_at, response.elapsed, crawl_delay, slowdown=slowdown
         )
         fetch = fetch_record(lease, response, location, content, self._parts.config.product_token)
         return replace(completion, fetch=fetch)
@@ -165,12 +170,13 @@ class Visitor:
         ended: float,
         seconds: float,
         crawl_delay: float | None,
+        *,
+        slowdown: float = 1.0,
     ) -> Completion:
-        """The host's next start: the politeness gap, widened while it throttles us, and never
-        before a Retry-After or backoff it earned."""
-        gap = self._parts.politeness.gap(seconds, crawl_delay) * self._parts.backoff.gap_multiplier(
-            host.level
-        )
+        """The host's next start: the politeness gap, widened while it throttles us or by
+        its allowance, and never before a Retry-After or backoff it earned."""
+        politeness = self._parts.politeness.gap(seconds, crawl_delay)
+        gap = politeness * self._parts.backoff.gap_multiplier(host.level) * slowdown
         return replace(
             completion,
             next_allowed_at=ended + max(gap, host.wait),

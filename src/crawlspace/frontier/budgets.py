@@ -207,6 +207,10 @@ class DiscoveryWindow:
     new_urls: int = 0  # URLs first admitted from them
     last_ratio: float | None = None  # the previous complete window's ratio
     flagged: bool = False
+    # Of those pages, the wasted ones (an error status, or a duplicate's content), and the
+    # previous complete window's share of them: the host's allowance (frontier/allowance.py).
+    wasted: int = 0
+    last_waste: float | None = None
 
 
 # The host note that keeps a host's discovery window (crawl/host_rules.py reads it with the
@@ -215,35 +219,53 @@ WINDOW_NOTE = "discovery"
 
 
 def encode_window(state: DiscoveryWindow) -> str:
-    """The window as its host note: "PAGES NEW_URLS LAST_RATIO FLAGGED" ("-": no ratio yet)."""
+    """The window as its host note: "PAGES NEW_URLS LAST_RATIO FLAGGED WASTED LAST_WASTE"
+    ("-": no complete window yet)."""
     ratio = "-" if state.last_ratio is None else repr(state.last_ratio)
-    return f"{state.pages} {state.new_urls} {ratio} {int(state.flagged)}"
+    waste = "-" if state.last_waste is None else repr(state.last_waste)
+    flagged = int(state.flagged)
+    return f"{state.pages} {state.new_urls} {ratio} {flagged} {state.wasted} {waste}"
 
 
 def decode_window(text: str | None) -> DiscoveryWindow:
-    """A host's window from its note; a missing or unreadable note is an empty window."""
+    """A host's window from its note; a missing or unreadable note is an empty window (a note
+    written before the waste was counted has four fields)."""
     if not text:
         return DiscoveryWindow()
     try:
-        pages, new, ratio, flagged = text.split()
+        pages, new, ratio, flagged, *rest = text.split()
+        wasted, waste = rest if rest else ("0", "-")
         return DiscoveryWindow(
-            int(pages), int(new), None if ratio == "-" else float(ratio), flagged == "1"
+            int(pages),
+            int(new),
+            None if ratio == "-" else float(ratio),
+            flagged == "1",
+            int(wasted),
+            None if waste == "-" else float(waste),
         )
     except ValueError:
         return DiscoveryWindow()
 
 
 def advance_window(
-    state: DiscoveryWindow, new_urls: int, *, window: int, min_ratio: float
+    state: DiscoveryWindow,
+    new_urls: int,
+    *,
+    window: int,
+    min_ratio: float,
+    wasted: bool = False,
 ) -> DiscoveryWindow:
-    """Account one fetched page that admitted ``new_urls``. At each window's end the host is
-    flagged when its ratio is at least ``min_ratio`` and did not fall below 90% of the previous
-    window's (unflagged otherwise, so a host that calms down recovers)."""
-    pages, found = state.pages + 1, state.new_urls + new_urls
+    """Account one fetched page that admitted ``new_urls`` (``wasted``: an error or a
+    duplicate). At each window's end the host is flagged when its ratio is at least
+    ``min_ratio`` and did not fall below 90% of the previous window's (unflagged otherwise, so
+    a host that calms down recovers), and its wasted share is kept."""
+    pages, found, waste = state.pages + 1, state.new_urls + new_urls, state.wasted + int(wasted)
     if pages < window:
-        return DiscoveryWindow(pages, found, state.last_ratio, state.flagged)
+        return DiscoveryWindow(
+            pages, found, state.last_ratio, state.flagged, waste, state.last_waste
+        )
     ratio = found / pages
     flagged = (
         state.last_ratio is not None and ratio >= min_ratio and ratio >= 0.9 * state.last_ratio
     )
-    return DiscoveryWindow(0, 0, ratio, flagged)
+    return DiscoveryWindow(0, 0, ratio, flagged, 0, waste / pages)

@@ -92,17 +92,20 @@ class PagePlan:
         sink = duplicate_penalty(duplicates + int(verdict.duplicate), fetched + 1)
         return Judgement(verdict, sink)
 
-    def after_links(self, found: int) -> LinkEffects:
-        """A fetched page advances its host's discovery window; a host flagged as a likely
-        trap sinks this page's new links on it."""
+    def after_links(self, found: int, *, duplicate: bool = False) -> LinkEffects:
+        """A fetched page advances its host's discovery window, wasted when it was an error
+        or a duplicate (frontier/allowance.py); a host flagged as a likely trap sinks this
+        page's new links on it."""
         if self.window is None:
             return _NO_EFFECTS
         policy = self.policy
+        error = self.content is not None and self.content.status >= 400
         state = advance_window(
             self.window,
             found,
             window=policy.discovery_window,
             min_ratio=policy.discovery_trap_ratio,
+            wasted=duplicate or error,
         )
         sink = policy.trap_priority_penalty if state.flagged else 0
         return LinkEffects({WINDOW_NOTE: encode_window(state)}, sink)

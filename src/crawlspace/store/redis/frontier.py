@@ -153,7 +153,7 @@ class RedisFrontier(ScriptRunner):
         rejections = dict(links.result.rejected)
         grown = links.grown
         found_new = links.result.added + rejections.get("budget_host", 0)
-        effects = plan.after_links(found_new)
+        effects = plan.after_links(found_new, duplicate=duplicate)
         # The host's pending notes go with its completion's, which are newer (notes.py); the
         # script writes them if the lease is still current, before the host's token goes back.
         notes = {

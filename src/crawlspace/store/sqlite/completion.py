@@ -120,6 +120,7 @@ def complete_page(
             host_id=host_id,
             now=now,
             requeue=requeue,
+            duplicate=duplicate,
         )
     if excluded:
         store.record_excluded(db, excluded, lease.depth + 1, now)
@@ -184,6 +185,7 @@ def _take_links(
     host_id: int,
     now: float,
     requeue: bool,
+    duplicate: bool = False,
 ) -> list[str]:
     """Admit the links, apply what they led to (the plan's notes and sink), and pass the page's
     in-link points or AOPIC cash on to them (store/sqlite/priority.py). Returns the URLs of the
@@ -206,7 +208,7 @@ def _take_links(
         rejections.update(result.rejected)
     own = {c.url for c in links if c.host_key == lease.host_key}
     same_host = [url for url in admitted if url in own]
-    effects = plan.after_links(len(admitted) + over_host_budget)
+    effects = plan.after_links(len(admitted) + over_host_budget, duplicate=duplicate)
     if effects.notes:
         store.records.write_notes(db, host_id, dict(effects.notes))
     if effects.sink and same_host:

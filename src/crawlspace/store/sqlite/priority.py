@@ -88,6 +88,8 @@ class Ranking:
         AOPIC the page's cash, and when given the time they were linked (retirement)."""
         if not targets and not (self.aopic and cash > 0.0):
             return
+        # The link time only while retirement keeps it: the common UPDATE stays as it was.
+        linked, at = ("", ()) if linked_at is None else (", linked_at = ?", (linked_at,))
         if self.cash is None:
             if step is not None and step.points and step.pages:
                 # A new URL's priority stays >= 0: below 0 is the revisit band
@@ -96,24 +98,23 @@ class Ranking:
                 db.executemany(
                     "UPDATE urls SET inlinks = inlinks + 1, priority = CASE WHEN"
                     " state = 'queued' AND inlinks BETWEEN 1 AND ? THEN CASE WHEN priority >= 0"
-                    " THEN MAX(priority - ?, 0) ELSE priority - ? END ELSE priority END,"
-                    " linked_at = COALESCE(?, linked_at) WHERE url = ?",
-                    [(step.pages, weight, weight, linked_at, url) for url in targets],
+                    f" THEN MAX(priority - ?, 0) ELSE priority - ? END ELSE priority END{linked}"
+                    " WHERE url = ?",
+                    [(step.pages, weight, weight, *at, url) for url in targets],
                 )
             else:
                 db.executemany(
-                    "UPDATE urls SET inlinks = inlinks + 1, linked_at = COALESCE(?, linked_at)"
-                    " WHERE url = ?",
-                    [(linked_at, u) for u in targets],
+                    f"UPDATE urls SET inlinks = inlinks + 1{linked} WHERE url = ?",
+                    [(*at, u) for u in targets],
                 )
             return
         share, to_lambda = self.cash.split(cash, len(targets))
         lam = self._lambda_per_page(db)
         db.executemany(
             f"UPDATE urls SET inlinks = inlinks + 1, priority = {_BANDED}, cash = cash + ?,"
-            " lambda_paid = CASE WHEN inlinks = 0 AND cash = 0 THEN ? ELSE lambda_paid END,"
-            " linked_at = COALESCE(?, linked_at) WHERE url = ?",
-            [(share, share, share, lam, linked_at, url) for url in targets],
+            " lambda_paid = CASE WHEN inlinks = 0 AND cash = 0 THEN ? ELSE lambda_paid END"
+            f"{linked} WHERE url = ?",
+            [(share, share, share, lam, *at, url) for url in targets],
         )
         if to_lambda > 0.0:
             # Lambda links to every known page, so each gets an equal part (paid lazily).
