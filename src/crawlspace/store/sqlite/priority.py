@@ -10,9 +10,7 @@ the priority that cash buys). Everything runs inside the caller's completion tra
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Final
 
 from crawlspace.bands import REVISIT_BAND
@@ -50,45 +48,8 @@ class Ranking:
     def __init__(self, db: sqlite3.Connection, cash: CashRule | None = None) -> None:
         self.cash = cash
         self._lambda: float | None = None
-        # A group commit's in-link steps, by (pages, points): target URL -> pages linking it.
-        self._deferred: dict[tuple[int, int], Counter[str]] | None = None
         if cash is not None:
             db.create_function("cash_priority", 1, cash.price, deterministic=True)
-
-    @contextmanager
-    def batch(self, db: sqlite3.Connection) -> Iterator[None]:
-        """The in-link steps of a group commit's pages, applied once per target URL when the
-        batch ends (``_apply_deferred``), in the same transaction. Pages of one site link the
-        same navigation over and over: a batch of them costs one UPDATE per distinct target,
-        not one per link, with the same counts and priorities as page by page (a URL whose
-        state changes within the batch, such as one a shallower link re-admits, is judged by
-        its state at the batch's end, as if its in-links came last)."""
-        self._deferred = {}
-        try:
-            yield
-            self._apply_deferred(db)
-        finally:
-            self._deferred = None
-
-    def _apply_deferred(self, db: sqlite3.Connection) -> None:
-        assert self._deferred is not None
-        for (pages, points), counts in self._deferred.items():
-            if not points:
-                db.executemany(
-                    "UPDATE urls SET inlinks = inlinks + ? WHERE url = ?",
-                    [(n, url) for url, n in counts.items()],
-                )
-                continue
-            # n pages in a row move a queued URL ``points`` earlier each while its count before
-            # them is in [1, pages]: steps = |[max(i, 1), min(i + n - 1, pages)]| for count i.
-            db.executemany(
-                "UPDATE urls SET inlinks = inlinks + ?, priority = CASE WHEN state = 'queued'"
-                " THEN CASE WHEN priority >= 0 THEN MAX(priority - ? * MAX(0,"
-                " MIN(inlinks + ? - 1, ?) - MAX(inlinks, 1) + 1), 0) ELSE priority - ? * MAX(0,"
-                " MIN(inlinks + ? - 1, ?) - MAX(inlinks, 1) + 1) END ELSE priority END"
-                " WHERE url = ?",
-                [(n, points, n, pages, points, n, pages, url) for url, n in counts.items()],
-            )
 
     @property
     def aopic(self) -> bool:
@@ -129,13 +90,6 @@ class Ranking:
             return
         # The link time only while retirement keeps it: the common UPDATE stays as it was.
         linked, at = ("", ()) if linked_at is None else (", linked_at = ?", (linked_at,))
-        if self.cash is None and self._deferred is not None and linked_at is None:
-            key = (step.pages, step.points) if step is not None and step.pages else (0, 0)
-            counts = self._deferred.get(key)
-            if counts is None:
-                counts = self._deferred[key] = Counter()
-            counts.update(targets)
-            return
         if self.cash is None:
             if step is not None and step.points and step.pages:
                 # A new URL's priority stays >= 0: below 0 is the revisit band

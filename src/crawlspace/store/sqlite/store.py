@@ -187,7 +187,7 @@ class SqliteStore(RecordsDelegate):
     ) -> list[Outcome | None]:
         """Group commit: several completions in one transaction, so one WAL commit (the cost
         that dominates a completion) is shared. All or nothing, like a single completion."""
-        with self._transaction() as db, self.ranking.batch(db):
+        with self._transaction() as db:
             return [complete_page(self, db, lease, completion, now) for lease, completion in items]
 
     def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
