@@ -126,6 +126,24 @@ class FetchRecord:
     sketch: Sketch | None = None
     # The index feed's page part (feed_codec.py), packed where the page was parsed.
     document: builtins.bytes | None = None  # (the field ``bytes`` hides the type)
+    # A payload this record holds in full (not a revisit): its key among the crawl's captures
+    # and its WARC-Payload-Digest (archive/captures.py), so a resumed crawl still finds it.
+    payload_key: str | None = None
+    payload_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCapture:
+    """A payload a fetch row's record holds in full (``FetchRecord.payload_key``): what a
+    resumed crawl's captures reload (archive/captures.py), so a repeat is still a revisit."""
+
+    key: str
+    url: str
+    fetched_at: float
+    warc_file: str
+    warc_offset: int
+    warc_length: int
+    payload_digest: str
 
 
 @by_fields

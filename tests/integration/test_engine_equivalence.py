@@ -25,6 +25,7 @@ from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import open_crawl_db
 from crawlspace.store.redis.frontier import RedisFrontier, connect
 from crawlspace.store.redis.views import completion_events, iter_frontier_records
+from crawlspace.urls import seen_key
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.integration.test_dedup_crawl import _article
 from tests.integration.test_dedup_crawl import build_site as dups_site
@@ -120,10 +121,13 @@ def build(ports: Mapping[str, int]) -> dict[str, Site]:
 
 
 def outcome(farm: WebFarm, urls: list[dict[str, Any]], groups: Any) -> dict[str, Any]:
-    """What a crawl ended with, in terms every engine can be compared on (site names for the
-    farm's host:port, which differ from run to run)."""
+    """What a crawl ended with, in terms every engine can be compared on: site names for the
+    farm's host:port, which differ from run to run, and each URL as its seen key (urls.py
+    seen_key), as the crawl knows it: which order of a URL's parameters was linked first,
+    and so is stored and requested, depends on which page was fetched first."""
 
     def site(url: str) -> str:
+        url = seen_key(url) or url
         for name in NAMES:
             url = url.replace(farm.host_key(name), name)
         return url

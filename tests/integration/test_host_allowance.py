@@ -71,9 +71,11 @@ def assert_allowances(sites: WebFarm) -> None:
         pages = {r.path_qs for r in log if r.path_qs.startswith("/p") or r.path_qs == "/"}
         assert len(pages) == PAGES, name  # every page, however slowly
         gaps[name] = median_gap(log)
-    assert gaps["clean"] < 2 * GAP, gaps
-    assert gaps["copies"] > 3 * GAP, gaps
-    assert gaps["broken"] > 3 * GAP, gaps
+    # Slowed 4x, a host waits at least 4 x GAP from a response's end to its next request;
+    # at its limit it waits GAP (a loaded machine adds a little to every gap).
+    assert gaps["clean"] < 3 * GAP, gaps
+    assert gaps["copies"] > 3.5 * GAP, gaps
+    assert gaps["broken"] > 3.5 * GAP, gaps
 
 
 def test_a_crawl_slows_hosts_that_waste_its_visits(tmp_path: Path) -> None:

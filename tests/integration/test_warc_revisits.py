@@ -94,6 +94,37 @@ def test_a_repeated_body_is_a_revisit_of_its_first_capture(tmp_path: Path) -> No
     subprocess.run([str(warcio), "check", *map(str, (out / "warc").glob("*.gz"))], check=True)
 
 
+def test_a_resumed_crawl_writes_a_repeat_of_an_earlier_runs_capture_as_a_revisit(
+    tmp_path: Path,
+) -> None:
+    """The first run archives /a.html in full; the second, resumed in the same directory with
+    /b.html as its seed, finds that capture among the reloaded ones (its fetch row keeps the
+    payload's key and digest) and writes /b.html as a revisit of a record of the first run."""
+    config = tmp_path / "crawl.toml"
+    config.write_text(SETTINGS)
+    out = tmp_path / "out"
+    with WebFarm({"s": site()}) as farm:
+        for path in ("/a.html", "/b.html"):
+            args = [*cli("crawl", farm.url("s", path)), "--out", str(out), "--config", str(config)]
+            subprocess.run([*args, "-q"], check=True, timeout=60, stdout=subprocess.DEVNULL)
+        base = farm.host_key("s")
+    kinds = {}
+    for record, name, _ in records(out):
+        kind = record.rec_headers.get_header("WARC-Type")
+        if kind in ("response", "revisit"):
+            kinds[record.rec_headers.get_header("WARC-Target-URI").removeprefix(base)] = (
+                kind,
+                name,
+                record.rec_headers.get_header("WARC-Refers-To-Target-URI"),
+            )
+    assert kinds["/a.html"][0] == "response"
+    assert kinds["/b.html"][0] == "revisit"
+    assert kinds["/b.html"][2] == base + "/a.html"
+    assert kinds["/b.html"][1] != kinds["/a.html"][1]  # another run's file
+    warcio = Path(sys.executable).with_name("warcio")
+    subprocess.run([str(warcio), "check", *map(str, (out / "warc").glob("*.gz"))], check=True)
+
+
 def test_with_no_window_every_body_is_written_in_full(tmp_path: Path) -> None:
     with WebFarm({"s": site()}) as farm:
         out = crawl(tmp_path, farm, "warc_revisit_window = 0\n")

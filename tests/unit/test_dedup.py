@@ -436,4 +436,13 @@ def test_the_bloom_path_and_a_resume_see_other_parameter_orders(tmp_path: Path) 
         f"{a}/plain": None,
         f"{a}/q?y&x": f"{a}/q?x&y",
     }
+    # Exclusions too: two orders of a refused URL are one row, and a stored URL's other order
+    # is that URL (seen), not a second row.
+    with store._transaction() as db:
+        excluded = [(f"{a}/t?y=1&x=1", "query_params"), (f"{a}/t?x=1&y=1", "query_params")]
+        store.record_excluded(db, [*excluded, (f"{a}/p?a=2&b=1", "query_params")], 1, 0.0)
+    urls = [u for (u,) in store._db.execute("SELECT url FROM urls WHERE url LIKE '%/t?%'")]
+    assert urls == [f"{a}/t?y=1&x=1"]
+    (count,) = store._db.execute("SELECT COUNT(*) FROM urls WHERE url LIKE '%/p?%'").fetchone()
+    assert count == 1
     store.close()

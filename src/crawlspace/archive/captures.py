@@ -13,16 +13,19 @@ worker, the WARC thread) checks the payload's own WARC-Payload-Digest against th
 before writing a revisit (records.py ``RecordBuilder.capture``), and writes the full response if
 they differ.
 
-Only payloads this process wrote are remembered, so the earlier record is always in this
+Only payloads this crawl wrote are remembered, so the earlier record is always in this
 crawl's WARC files (written before the commit of its own visit, it survives a crash of that
-visit too). The memory is bounded: the ``size`` payloads used most lately (~350 bytes each);
-a repeat older than that is written in full, as before. Small payloads are always written in
-full: a revisit record's headers cost about what they would save.
+visit too). A resumed crawl reloads the last ones from its fetch rows (``reload``), which keep
+each full capture's key and payload digest. The memory is bounded: the ``size`` payloads
+used most lately (~350 bytes each); a repeat older than that is written in full, as before.
+Small payloads are always written in full: a revisit record's headers cost about what they
+would save.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -30,6 +33,7 @@ import xxhash
 
 from crawlspace.archive.records import EarlierCapture
 from crawlspace.archive.warc import WarcLocation
+from crawlspace.records import StoredCapture
 
 __all__ = ["MIN_PAYLOAD_BYTES", "Capture", "Captures", "Lookup"]
 
@@ -80,6 +84,21 @@ class Captures:
         if found is not None:
             self._by_key.move_to_end(key)
         return Lookup(key, found)
+
+    def reload(self, stored: Iterable[StoredCapture]) -> None:
+        """Remember the payloads a crawl's records hold in full (oldest first), so a resumed
+        crawl writes a repeat of them as a revisit too. Their records are in this crawl's WARC
+        files, written before the visits that stored them were committed."""
+        for capture in stored:
+            location = WarcLocation(
+                capture.warc_file,
+                capture.warc_offset,
+                capture.warc_length,
+                None,  # (a revisit's fetch row then hashes its own body)
+                capture.payload_digest,
+                capture.key,
+            )
+            self.remember(Lookup(capture.key), Capture(capture.url, capture.fetched_at, location))
 
     def remember(self, lookup: Lookup, capture: Capture) -> None:
         """Remember a payload written in full at ``capture``."""

@@ -55,6 +55,9 @@ class WarcLocation:
     length: int
     payload_sha256: str | None  # hex sha256 of the payload as stored (still content-encoded)
     payload_digest: str | None = None  # the record's WARC-Payload-Digest, for later revisits
+    # The payload's key among the crawl's captures when this record holds it in full
+    # (archive/captures.py; None: a revisit, or a payload not looked up).
+    payload_key: str | None = None
 
 
 class WarcWriter:

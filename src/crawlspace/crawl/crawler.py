@@ -251,6 +251,7 @@ class Crawler:
             hosts=HostGate(self.store, self.clock.now),
             now=self.clock.now,
         )
+        parts.captures.reload(self.store.recent_captures(parts.captures.size))
         visitor = Visitor(parts)
         self.leases.crawl_log = CrawlLog(self.out_dir / "crawl.log", echo=_echoes(progress))
         loop = asyncio.get_running_loop()

@@ -139,6 +139,8 @@ def fetch_record(
         simhash=simhash,
         sketch=sketch,
         document=content.document if content is not None else None,
+        payload_key=location.payload_key,
+        payload_digest=location.payload_digest if location.payload_key else None,
     )
 
 

@@ -65,6 +65,10 @@ _LESS_POLITE_WHEN_HIGHER: Final = frozenset(
     }
 )
 _DEFAULTS: Final = CrawlConfig()
+# Settings whose default changed what a crawl does when they were added: a crawl stored before
+# one existed keeps what it did (unless a run gives it). A crawl seeded before query_order keyed
+# URLs as linked; the new default's keys would take another order of each stored one for new.
+_BEFORE_IT_EXISTED: Final = {"query_order": "learned"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +134,10 @@ def settle(
     kept: dict[str, Any] = {}
     changes: list[SettingChange] = []
     for name in _stored_names():
-        if name not in stored:
-            continue  # a setting newer than the crawl: this run's value
+        if name not in stored:  # a setting newer than the crawl: this run's value, or
+            if name in _BEFORE_IT_EXISTED and name not in given:  # what the crawl did then
+                kept[name] = _BEFORE_IT_EXISTED[name]
+            continue
         value = coerce_setting(name, stored[name])
         if name not in given:
             kept[name] = value

@@ -109,7 +109,9 @@ class VisitParts:
                 payload_sha256=earlier.payload_sha256,
                 payload_digest=earlier.payload_digest,
             )
-        self.captures.remember(lookup, Capture(response.url, response.started_at, location))
+        if lookup.key is not None:
+            location = dataclasses.replace(location, payload_key=lookup.key)
+            self.captures.remember(lookup, Capture(response.url, response.started_at, location))
         return location
 
     async def fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:

@@ -13,7 +13,7 @@ from typing import Protocol
 from crawlspace.bands import FrontQueues
 from crawlspace.limits import AddressPolicy
 from crawlspace.plans import CashRule, Outcome
-from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
+from crawlspace.records import Completion, Lease, RobotsRecord, StoredCapture, UrlCandidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +196,10 @@ class CrawlRecordsView(Protocol):
 
     def warc_offsets(self, warc_file: str) -> set[int]:
         """Offsets of the WARC records that fetch rows of ``warc_file`` point at."""
+        ...
+
+    def recent_captures(self, limit: int) -> list[StoredCapture]:
+        """The ``limit`` payloads this crawl's records hold in full last, oldest first."""
         ...
 
     def fetched_pages(self) -> int: ...

@@ -34,7 +34,13 @@ __all__ = [
     "stored_key",
 ]
 
-_FETCH_COLUMNS: Final = (("simhash", "INTEGER"), ("dup_of", "INTEGER"), ("near_dup_of", "INTEGER"))
+_FETCH_COLUMNS: Final = (
+    ("simhash", "INTEGER"),
+    ("dup_of", "INTEGER"),
+    ("near_dup_of", "INTEGER"),
+    ("payload_key", "TEXT"),
+    ("payload_digest", "TEXT"),
+)
 
 
 def migrate(db: sqlite3.Connection) -> None:

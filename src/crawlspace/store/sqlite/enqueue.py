@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.records import UrlCandidate
@@ -24,26 +24,22 @@ from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite.dedup import HostIds, stored_key
 from crawlspace.urls import seen_key
 
-__all__ = ["add_candidates", "resolve_query_orders"]
+__all__ = ["add_candidates", "resolve_query_orders", "stored_form", "stored_forms"]
 
 # URLs per lookup when settling known URLs in bulk (well under SQLite's variable limit).
 _LOOKUP_CHUNK = 500
 
 
-def resolve_query_orders(
-    db: sqlite3.Connection, candidates: Sequence[UrlCandidate]
-) -> list[UrlCandidate]:
-    """The candidates with each URL whose key a row (or an earlier candidate) has replaced by
-    that row's (that candidate's) URL: the form first linked is the one requested. Only URLs
-    with two or more query parameters have a key, so most batches cost nothing here."""
+def stored_forms(db: sqlite3.Connection, urls: Iterable[str]) -> dict[str, str]:
+    """For each seen key among ``urls``, the URL it stands for: the stored row's, else the
+    first of ``urls`` with that key. Only URLs with two or more query parameters have a key,
+    so most batches cost nothing here."""
     first: dict[str, str] = {}  # key -> the URL it stands for
-    for cand in candidates:
+    for url in urls:
         # ('&' first: a substring test, where most links would otherwise pay for a call)
-        key = seen_key(cand.url) if "&" in cand.url else None
+        key = seen_key(url) if "&" in url else None
         if key is not None:
-            first.setdefault(key, cand.url)
-    if not first:
-        return list(candidates)
+            first.setdefault(key, url)
     keys = list(first)
     for start in range(0, len(keys), _LOOKUP_CHUNK):
         chunk = keys[start : start + _LOOKUP_CHUNK]
@@ -58,10 +54,28 @@ def resolve_query_orders(
                 chunk,
             )
         )
+    return first
+
+
+def stored_form(url: str, forms: dict[str, str]) -> str:
+    """``url`` as ``stored_forms`` resolved it (itself when it has no key)."""
+    if not forms or "&" not in url:
+        return url
+    key = seen_key(url)
+    return url if key is None else forms[key]
+
+
+def resolve_query_orders(
+    db: sqlite3.Connection, candidates: Sequence[UrlCandidate]
+) -> list[UrlCandidate]:
+    """The candidates with each URL whose key a row (or an earlier candidate) has replaced by
+    that row's (that candidate's) URL: the form first linked is the one requested."""
+    forms = stored_forms(db, (cand.url for cand in candidates))
+    if not forms:
+        return list(candidates)
     resolved = []
     for cand in candidates:
-        key = seen_key(cand.url)
-        url = cand.url if key is None else first[key]
+        url = stored_form(cand.url, forms)
         resolved.append(cand if url == cand.url else dataclasses.replace(cand, url=url))
     return resolved
 

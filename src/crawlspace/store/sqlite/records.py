@@ -16,7 +16,7 @@ from pathlib import Path
 
 from crawlspace.errors import StoreError, StoreIOError
 from crawlspace.plans import FeedEntry
-from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
+from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord, StoredCapture
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import priority as sqlite_priority
 from crawlspace.store.sqlite import revisit as sqlite_revisit
@@ -261,6 +261,16 @@ class CrawlRecords:
         rows = self.db.execute("SELECT warc_offset FROM fetches WHERE warc_file = ?", (warc_file,))
         return {int(offset) for (offset,) in rows if offset is not None}
 
+    def recent_captures(self, limit: int) -> list[StoredCapture]:
+        """The ``limit`` payloads archived in full last, oldest first."""
+        rows = self.db.execute(
+            "SELECT payload_key, final_url, fetched_at, warc_file, warc_offset, warc_length,"
+            " payload_digest FROM fetches WHERE payload_key IS NOT NULL AND warc_file IS NOT NULL"
+            " ORDER BY id DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [StoredCapture(*row) for row in reversed(rows)]
+
     def fetched_bytes(self) -> int:
         row = self.db.execute("SELECT COALESCE(SUM(bytes), 0) FROM fetches").fetchone()
         return int(row[0])
@@ -314,6 +324,9 @@ class RecordsDelegate:
 
     def warc_offsets(self, warc_file: str) -> set[int]:
         return self.records.warc_offsets(warc_file)
+
+    def recent_captures(self, limit: int) -> list[StoredCapture]:
+        return self.records.recent_captures(limit)
 
     def fetched_bytes(self) -> int:
         return self.records.fetched_bytes()

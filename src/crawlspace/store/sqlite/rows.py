@@ -49,8 +49,8 @@ def insert_fetch(
     cur = db.execute(
         "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
         " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
-        " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to, payload_key,"
+        " payload_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             lease.url_id,
             lease.version,
@@ -70,6 +70,8 @@ def insert_fetch(
             fetch.warc_offset,
             fetch.warc_length,
             fetch.redirect_to,
+            fetch.payload_key,
+            fetch.payload_digest,
         ),
     )
     db.executemany(

@@ -131,6 +131,10 @@ CREATE TABLE IF NOT EXISTS fetches (
     simhash        INTEGER,
     dup_of         INTEGER,
     near_dup_of    INTEGER,
+    -- A payload the record holds in full: its key among the crawl's captures and its
+    -- WARC-Payload-Digest (archive/captures.py), read back when a crawl resumes.
+    payload_key    TEXT,
+    payload_digest TEXT,
     UNIQUE (url_id, version)
 );
 CREATE INDEX IF NOT EXISTS fetches_text ON fetches (text_sha256) WHERE text_sha256 IS NOT NULL;

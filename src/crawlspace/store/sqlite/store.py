@@ -135,6 +135,9 @@ class SqliteStore(RecordsDelegate):
         self, db: sqlite3.Connection, excluded: Sequence[tuple[str, str]], depth: int, now: float
     ) -> None:
         ignore_order = self.limits.ignore_query_order
+        if ignore_order:  # another order of a URL already stored is that URL, seen
+            forms = sqlite_enqueue.stored_forms(db, (url for url, _ in excluded))
+            excluded = [(sqlite_enqueue.stored_form(url, forms), why) for url, why in excluded]
         db.executemany(
             "INSERT OR IGNORE INTO urls (url, depth, priority, state, reason, source,"
             " discovered_at, updated_at, seen_key)"
