@@ -23,7 +23,8 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from tests.integration.test_index_feed import SETTINGS, words
-from tests.workers import cli
+from tests.redis_servers import RedisDeployment
+from tests.workers import cli, crawl_with_workers
 
 PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 # One body under two URLs, long enough to be worth a revisit (and different from every other).
@@ -123,6 +124,32 @@ def test_a_resumed_crawl_writes_a_repeat_of_an_earlier_runs_capture_as_a_revisit
     assert kinds["/b.html"][1] != kinds["/a.html"][1]  # another run's file
     warcio = Path(sys.executable).with_name("warcio")
     subprocess.run([str(warcio), "check", *map(str, (out / "warc").glob("*.gz"))], check=True)
+
+
+def test_a_restarted_worker_writes_a_repeat_of_its_earlier_capture_as_a_revisit(
+    tmp_path: Path, cluster: RedisDeployment
+) -> None:
+    """The same on a shared frontier: a worker archives /a.html and ends; /b.html is seeded,
+    and the worker started again on its directory writes it as a revisit of that capture."""
+    config = tmp_path / "crawl.toml"
+    config.write_text(SETTINGS)
+    out = tmp_path / "w0"
+    with WebFarm({"s": site()}) as farm:
+        for path in ("/a.html", "/b.html"):
+            crawl_with_workers(
+                cluster.url, "revisits", 16, config, seeds=[farm.url("s", path)], outs=[out]
+            )
+        base = farm.host_key("s")
+    kinds = {
+        record.rec_headers.get_header("WARC-Target-URI").removeprefix(base): (
+            record.rec_headers.get_header("WARC-Type"),
+            record.rec_headers.get_header("WARC-Refers-To-Target-URI"),
+        )
+        for record, _, _ in records(out)
+        if record.rec_headers.get_header("WARC-Type") in ("response", "revisit")
+    }
+    assert kinds["/a.html"] == ("response", None)
+    assert kinds["/b.html"] == ("revisit", base + "/a.html")
 
 
 def test_with_no_window_every_body_is_written_in_full(tmp_path: Path) -> None:
