@@ -358,7 +358,7 @@ def _add_reading_commands(sub: Any) -> None:
     config.add_argument(
         "dir", type=Path, nargs="?", help="a crawl directory: the settings it runs with"
     )
-    config.add_argument("--markdown", action="store_true", help="as the README's table")
+    config.add_argument("--markdown", action="store_true", help="as docs/options.md's table")
     frontier_options(config, reading=True)
     config.set_defaults(func=_cmd_config, quiet=True, verbose=False)
 

@@ -1,6 +1,6 @@
 """Every crawl setting as a user reads it: its TOML key, its flag (if it has one), its default and
-what it means. ``crawlspace config`` prints it; the README's settings table is generated from it
-(a test keeps the two equal, and this table equal to ``CrawlConfig``'s fields and the crawl
+what it means. ``crawlspace config`` prints it; docs/options.md's settings table is generated
+from it (a test keeps the two equal, and this table equal to ``CrawlConfig``'s fields and the crawl
 command's flags). The settings themselves and their checks are config.py's."""
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def rows() -> Iterator[tuple[str, str, str, str]]:
 
 
 def markdown_table() -> str:
-    """The README's settings table."""
+    """The settings table of docs/options.md."""
     lines = ["| TOML key | flag | default | meaning |", "|---|---|---|---|"]
     for key, flag, default, meaning in rows():
         shown = default if key in _SHOWN_DEFAULTS else f"`{default}`"

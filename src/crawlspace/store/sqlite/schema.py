@@ -1,4 +1,4 @@
-"""The crawl.db schema (documented for users in README.md, "Reading crawl.db")."""
+"""The crawl.db schema (documented for users in docs/output.md, "Reading `crawl.db`")."""
 
 from __future__ import annotations
 
