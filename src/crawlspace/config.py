@@ -57,6 +57,10 @@ class CrawlConfig:
     # no limit); past it the page is kept as fetched without text or links (parse_memory), and
     # the worker is replaced.
     parse_memory_mb: int = 2048
+    # Times a page whose parse failed (parse_budget, parse_memory, parse_crashed) is parsed again
+    # from its WARC record in a parse worker, before it is kept without text or links; never
+    # fetched again for it (crawl/visit.py). 0: not parsed again.
+    parse_retries: int = 1
     # "asyncio" (the stdlib loop) or "uvloop" (libuv; pip install 'crawlspace[uvloop]').
     event_loop: str = "asyncio"
     duration: float | None = None

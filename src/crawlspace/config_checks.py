@@ -114,6 +114,8 @@ def _check_limits(config: Any) -> None:
         raise ConfigError(f"parse_cpu_seconds must be >= 0 (got {config.parse_cpu_seconds})")
     if config.parse_memory_mb < 0:
         raise ConfigError(f"parse_memory_mb must be >= 0 (got {config.parse_memory_mb})")
+    if config.parse_retries < 0:
+        raise ConfigError(f"parse_retries must be >= 0 (got {config.parse_retries})")
     if min(config.feed_text_chars, config.feed_stream_entries, config.warc_revisit_window) < 0:
         raise ConfigError(
             "feed_text_chars, feed_stream_entries and warc_revisit_window must be >= 0 (got"

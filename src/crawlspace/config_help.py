@@ -67,6 +67,8 @@ HELP: Final = {
     " limit); past it the page is kept as fetched without text or links (parse_budget)",
     "parse_memory_mb": "megabytes of memory one page's parse may use in a parse worker (0: no"
     " limit); past it the page is kept without text or links (parse_memory), the worker replaced",
+    "parse_retries": "times a page whose parse failed is parsed again from its WARC record"
+    " (never fetched again for it) before it is kept without text or links",
     "event_loop": "asyncio, or uvloop (pip install 'crawlspace[uvloop]')",
     "duration": "stop gracefully after this many seconds",
     "allow_nets": "networks the address guard lets the crawl connect to, which it refuses by"

@@ -12,7 +12,9 @@ import logging
 from dataclasses import replace
 
 from crawlspace.archive.captures import Lookup
+from crawlspace.archive.reading import ArchiveReadError
 from crawlspace.archive.records import ExchangeRecords
+from crawlspace.archive.warc import WarcLocation
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
     REDIRECT_STATUSES,
@@ -31,7 +33,13 @@ from crawlspace.discovery.sitemaps import (
     is_sitemap_response,
     read_sitemap,
 )
-from crawlspace.errors import BlockedAddressError, FetchError, ParseBudgetError
+from crawlspace.errors import (
+    BlockedAddressError,
+    FetchError,
+    ParseBudgetError,
+    ParseCrashedError,
+    ParseMemoryError,
+)
 from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 from crawlspace.frontier.backoff import THROTTLE_NOTE, HostWait, throttle_note
@@ -45,6 +53,13 @@ from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import DISALLOW_ALL
 
 log = logging.getLogger("crawlspace.crawl.visit")
+
+# Why a parse can fail in a parse worker (errors.py); such a page is parsed again from its record.
+PARSE_FAILURES = frozenset(
+    {ParseBudgetError.reason, ParseMemoryError.reason, ParseCrashedError.reason}
+)
+# The counter of parses made again from WARC records (stats).
+PARSE_RETRIED = "parse.retried"
 
 
 class Visitor:
@@ -115,6 +130,10 @@ class Visitor:
         # A parsed page's records were built where it was parsed; appended before its commit.
         location = await self._parts.archive(response, records, lookup)
         crash_point("after_warc")
+        if completion.reason in PARSE_FAILURES:
+            completion, content = await self._parse_again(
+                lease, response, completion, location, lookup
+            )
         notes = dict(completion.notes)
         note = throttle_note(throttled_since, is_throttled(response), response.ended_at)
         if note is not None:
@@ -243,11 +262,50 @@ class Visitor:
             rejections=dict(admission.rejections),
         )
 
+    async def _parse_again(
+        self,
+        lease: Lease,
+        response: FetchResponse,
+        failed: Completion,
+        location: WarcLocation,
+        lookup: Lookup,
+    ) -> tuple[Completion, ProcessedContent | None]:
+        """A page whose parse failed, parsed again (``parse_retries`` times at most) from its
+        WARC record, on a parse worker (a new one when the last died): a worker killed under
+        it, or a page near its budget on a busy machine, then loses nothing. A page that fails
+        every time is kept as fetched, archived, without text or links."""
+        tries = self._parts.config.parse_retries
+        for attempt in range(1, tries + 1):
+            try:
+                stored = await self._parts.archived(response, location, lookup)
+            except ArchiveReadError as exc:
+                log.warning("%s: its WARC record cannot be read back: %s", response.url, exc)
+                break
+            unparsed = replace(failed, reason=None)
+            completion, content, _ = await self._page_links(
+                lease, stored, unparsed, lookup, archive=False
+            )
+            counters = {**completion.counters, PARSE_RETRIED: attempt}
+            completion = replace(completion, counters=counters)
+            if completion.reason not in PARSE_FAILURES:
+                log.warning("%s: parsed again from its WARC record", response.url)
+                return completion, content
+            failed = completion
+        log.warning("%s: kept without its text and links (%s)", response.url, failed.reason)
+        return failed, None
+
     async def _page_links(
-        self, lease: Lease, response: FetchResponse, completion: Completion, lookup: Lookup
+        self,
+        lease: Lease,
+        response: FetchResponse,
+        completion: Completion,
+        lookup: Lookup,
+        *,
+        archive: bool = True,
     ) -> tuple[Completion, ProcessedContent | None, ExchangeRecords | None]:
         """Parse the page with its MIME type's processor (in a parse worker when there are
-        some, which builds its WARC records too) and admit its links."""
+        some, which builds its WARC records too, unless ``archive`` is False: they were
+        written) and admit its links."""
         processor = self._parts.processors.for_content_type(response.header("content-type"))
         if processor is None:
             return completion, None, None
@@ -264,18 +322,18 @@ class Visitor:
                 parent_depth=lease.depth,
                 header_nofollow=header_directives.nofollow,
                 archive=(
-                    self._parts.warc.builder,
-                    exchange_of(response),
-                    lookup.earlier_capture(),
+                    (self._parts.warc.builder, exchange_of(response), lookup.earlier_capture())
+                    if archive
+                    else None
                 ),
                 document_chars=self._parts.config.feed_text_chars
                 if self._parts.config.feed
                 else None,
             )
         except ParseBudgetError as exc:
-            # A hostile page: kept as fetched (archived, its fetch row written) without text or
-            # links, and not fetched again, which would only spend the budget again.
-            log.warning("%s: %s; kept without its text and links", response.url, exc)
+            # A hostile page, or a worker that died under it: parsed again from its WARC
+            # record (_parse_again), never fetched again, which would spend the host's time.
+            log.warning("%s: %s", response.url, exc)
             return replace(completion, reason=exc.reason), None, None
         content = page.content
         admission = page.admit(

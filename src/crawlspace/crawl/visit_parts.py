@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from crawlspace.archive.captures import Capture, Captures, Lookup
+from crawlspace.archive.reading import ArchiveReadError, read_response
 from crawlspace.archive.records import Exchange, ExchangeRecords
 from crawlspace.archive.warc import WarcLocation, WarcWriter
 from crawlspace.config import CrawlConfig
@@ -17,6 +18,7 @@ from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.setup import outage_policy
 from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Discovery
+from crawlspace.fetch.body import BodyReader
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy
 from crawlspace.frontier.politeness import PolitenessPolicy
@@ -113,6 +115,27 @@ class VisitParts:
             location = dataclasses.replace(location, payload_key=lookup.key)
             self.captures.remember(lookup, Capture(response.url, response.started_at, location))
         return location
+
+    async def archived(
+        self, response: FetchResponse, location: WarcLocation, lookup: Lookup
+    ) -> FetchResponse:
+        """``response`` as its WARC record at ``location`` keeps it (the payload of the capture
+        it repeats, for a revisit), decoded again within the fetch's caps: read on the WARC
+        thread. ArchiveReadError when the record is missing or not this response's."""
+        earlier = lookup.earlier.location if lookup.earlier is not None else None
+        directory = self.warc.directory
+        stored = await self.pools.archive(read_response, directory, location, earlier=earlier)
+        if stored.url != response.url or stored.status != response.status:
+            raise ArchiveReadError(f"{location.file}@{location.offset} holds another response")
+        config = self.config
+        reader = BodyReader(
+            response.header("content-encoding") or "",
+            max_raw=len(stored.payload),
+            max_decoded=config.max_decompressed_bytes,
+        )
+        reader.feed(stored.payload)
+        raw, body, _truncated, _error = reader.result()
+        return dataclasses.replace(response, raw_body=raw, body=body)
 
     async def fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
         """One request, holding its server address's token while it runs (AddressBusyError

@@ -52,11 +52,13 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
         }
         # What the crawl recovered from: WARC files repaired on start, their records without a
         # fetch row, leases given back unfetched because they started too late or because
-        # their server's address had no free token (address.deferred).
+        # their server's address had no free token (address.deferred), pages parsed again from
+        # their WARC records after a failed parse (parse.retried).
         recovery = dict(
             db.execute(
                 "SELECT name, value FROM counters WHERE name LIKE 'warc.%'"
-                " OR name LIKE 'lease.%' OR name LIKE 'address.%' ORDER BY name"
+                " OR name LIKE 'lease.%' OR name LIKE 'address.%' OR name LIKE 'parse.%'"
+                " ORDER BY name"
             ).fetchall()
         )
         pages = one("SELECT COUNT(*) FROM fetches")
