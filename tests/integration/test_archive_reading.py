@@ -71,3 +71,28 @@ def test_a_location_that_is_not_a_response_is_refused(tmp_path: Path) -> None:
         read_response(tmp_path, WarcLocation(location.file, location.offset, 10**7, None))
     with pytest.raises(ArchiveReadError, match="no WARC file"):
         read_response(tmp_path, WarcLocation("missing.warc.gz", 0, 10, None))
+
+
+def test_a_revisit_of_another_payload_or_of_another_workers_record_is_refused(
+    tmp_path: Path,
+) -> None:
+    with WarcWriter(tmp_path, software="test") as writer:
+        first = _write(writer, "http://a.test/one", BODY)
+        other = _write(writer, "http://a.test/other", BODY + b"<!-- changed -->")
+        assert first.payload_digest is not None
+        again = writer.write_revisit(
+            url="http://a.test/two",
+            request_headers=[],
+            status=200,
+            reason="OK",
+            response_headers=HEADERS,
+            payload_digest=first.payload_digest,
+            refers_to_url="http://a.test/one",
+            refers_to_date=1_700_000_000.0,
+            fetched_at=1_700_000_001.0,
+        )
+    with pytest.raises(ArchiveReadError, match="another payload"):
+        read_response(tmp_path, again, earlier=other)
+    elsewhere = WarcLocation("", 0, 0, None, first.payload_digest)  # another worker's capture
+    with pytest.raises(ArchiveReadError, match="unknown"):
+        read_response(tmp_path, again, earlier=elsewhere)

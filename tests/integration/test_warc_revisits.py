@@ -221,3 +221,56 @@ def test_pywb_replays_the_revisit_with_the_first_captures_payload(tmp_path: Path
             # id_: the payload as archived, without pywb's rewriting.
             body = _get(f"http://127.0.0.1:{port}/crawl/2100id_/{url}")
             assert body == SHARED.encode()
+
+
+def test_a_worker_writes_a_payload_another_worker_archived_as_a_revisit(
+    tmp_path: Path, cluster: RedisDeployment
+) -> None:
+    """Workers tell each other what they archived (crawl/capture_sharing.py): /a.html is
+    archived by one worker, /b.html (the same body) by another, in another directory, which
+    writes it as a revisit of the first's capture; pywb, given both workers' files as one
+    collection, replays /b.html with that payload."""
+    config = tmp_path / "crawl.toml"
+    config.write_text(SETTINGS)
+    with WebFarm({"s": site()}) as farm:
+        for path, out in (("/a.html", "w0"), ("/b.html", "w1")):
+            crawl_with_workers(
+                cluster.url,
+                "shared-captures",
+                16,
+                config,
+                seeds=[farm.url("s", path)],
+                outs=[tmp_path / out],
+            )
+        base = farm.host_key("s")
+    kinds = {
+        record.rec_headers.get_header("WARC-Target-URI").removeprefix(base): (
+            record.rec_headers.get_header("WARC-Type"),
+            record.rec_headers.get_header("WARC-Refers-To-Target-URI"),
+        )
+        for out in ("w0", "w1")
+        for record, _, _ in records(tmp_path / out)
+        if record.rec_headers.get_header("WARC-Type") in ("response", "revisit")
+    }
+    assert kinds["/a.html"] == ("response", None)
+    assert kinds["/b.html"] == ("revisit", base + "/a.html")
+    fetches = {r["url"].removeprefix(base): r for r in iter_records(tmp_path / "w1", "fetches")}
+    assert fetches["/b.html"]["text_sha256"] is not None  # parsed as any page
+    bin_dir = _pywb_bin()
+    if bin_dir is None:
+        return  # (the replay below needs pywb: .ci/run installs it)
+    warcs = [str(p) for out in ("w0", "w1") for p in (tmp_path / out / "warc").glob("*.warc.gz")]
+    body = _replay(bin_dir, tmp_path / "pywb", warcs, base + "/b.html")
+    assert body == SHARED.encode()
+
+
+def _replay(bin_dir: Path, root: Path, warcs: list[str], url: str) -> bytes | None:
+    """``url``'s payload as pywb replays it from a collection of ``warcs``."""
+    root.mkdir()
+    manager = str(bin_dir / "wb-manager")
+    subprocess.run([manager, "init", "crawl"], cwd=root, check=True, capture_output=True)
+    subprocess.run([manager, "add", "crawl", *warcs], cwd=root, check=True, capture_output=True)
+    port = _free_port()
+    for _ in _wayback(bin_dir, root, port):
+        return _get(f"http://127.0.0.1:{port}/crawl/2100id_/{url}")  # id_: as archived
+    return None

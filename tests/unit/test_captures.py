@@ -72,3 +72,41 @@ def test_a_revisit_is_written_only_for_the_same_payload() -> None:
     assert not other.revisit
     assert other.payload_digest == payload_digest(body(2))
     assert not builder.capture(exchange(body(1)), None).revisit
+
+
+def test_shared_captures_are_told_once_and_the_others_learned() -> None:
+    from crawlspace.records import StoredCapture
+
+    captures = Captures(3)
+    first = captures.lookup(body(1))
+    captures.remember(first, capture(1))
+    assert captures.fresh() == []  # not shared: nothing kept to tell
+    captures.share()
+    second = captures.lookup(body(2))
+    captures.remember(second, capture(2))
+    told = captures.fresh()
+    assert [(c.key, c.url, c.warc_offset) for c in told] == [(second.key, "http://h/2", 200)]
+    assert captures.fresh() == []  # each told once
+    # Another worker's capture of body 3, and its copy of body 2, which this one holds itself.
+    assert second.key is not None
+    theirs = captures.lookup(body(3)).key
+    assert theirs is not None
+    captures.learn(
+        [
+            StoredCapture(theirs, "http://other/3", 5.0, "", 0, 0, payload_digest(body(3))),
+            StoredCapture(second.key, "http://other/2", 6.0, "", 0, 0, "sha1:X"),
+        ]
+    )
+    learned = captures.lookup(body(3)).earlier
+    assert learned is not None
+    assert (learned.url, learned.location.file) == ("http://other/3", "")
+    assert captures.lookup(body(2)).earlier == capture(2)  # its own record kept
+    assert captures.fresh() == []  # what it learned is not told again
+
+
+def test_what_is_kept_to_tell_is_bounded_by_the_window() -> None:
+    captures = Captures(2)
+    captures.share()
+    for n in range(5):
+        captures.remember(captures.lookup(body(n)), capture(n))
+    assert [c.url for c in captures.fresh()] == ["http://h/3", "http://h/4"]

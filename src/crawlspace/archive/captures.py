@@ -20,6 +20,10 @@ each full capture's key and payload digest. The memory is bounded: the ``size`` 
 used most lately (~350 bytes each); a repeat older than that is written in full, as before.
 Small payloads are always written in full: a revisit record's headers cost about what they
 would save.
+
+Workers of a shared frontier also remember what the others archived (``share``, ``fresh``,
+``learn``; the exchange is crawl/capture_sharing.py's): a revisit of another worker's capture
+names it by URL and date like any other, and its record is in that worker's WARC files.
 """
 
 from __future__ import annotations
@@ -73,6 +77,28 @@ class Captures:
     def __init__(self, size: int) -> None:
         self.size = size
         self._by_key: OrderedDict[str, Capture] = OrderedDict()
+        # Payloads written in full since ``fresh`` was last asked, for other workers (None:
+        # not shared).
+        self._fresh: list[StoredCapture] | None = None
+
+    def share(self) -> None:
+        """Keep what this process archives for ``fresh`` from now on."""
+        if self._fresh is None:
+            self._fresh = []
+
+    def fresh(self) -> list[StoredCapture]:
+        """The payloads written in full since the last call (at most ``size``), oldest first."""
+        if self._fresh is None:
+            return []
+        fresh, self._fresh = self._fresh, []
+        return fresh
+
+    def learn(self, captures: Iterable[StoredCapture]) -> None:
+        """Remember other processes' captures (oldest first), except payloads this one holds
+        already: its own record of them is the one it can read back (crawl/visit.py)."""
+        for capture in captures:
+            if capture.key not in self._by_key:
+                self._keep(capture.key, _from_stored(capture))
 
     def lookup(self, payload: bytes, *, cut: bool = False) -> Lookup:
         """``payload``'s key and the capture it may repeat. A body cut short (``cut``) or
@@ -90,21 +116,43 @@ class Captures:
         crawl writes a repeat of them as a revisit too. Their records are in this crawl's WARC
         files, written before the visits that stored them were committed."""
         for capture in stored:
-            location = WarcLocation(
-                capture.warc_file,
-                capture.warc_offset,
-                capture.warc_length,
-                None,  # (a revisit's fetch row then hashes its own body)
-                capture.payload_digest,
-                capture.key,
-            )
-            self.remember(Lookup(capture.key), Capture(capture.url, capture.fetched_at, location))
+            self._keep(capture.key, _from_stored(capture))
 
     def remember(self, lookup: Lookup, capture: Capture) -> None:
         """Remember a payload written in full at ``capture``."""
         if lookup.key is None:
             return
-        self._by_key[lookup.key] = capture
-        self._by_key.move_to_end(lookup.key)
+        self._keep(lookup.key, capture)
+        location = capture.location
+        if self._fresh is not None and location.payload_digest is not None:
+            self._fresh.append(
+                StoredCapture(
+                    lookup.key,
+                    capture.url,
+                    capture.fetched_at,
+                    location.file,
+                    location.offset,
+                    location.length,
+                    location.payload_digest,
+                )
+            )
+            if len(self._fresh) > self.size:  # not asked for a while: the newest are kept
+                del self._fresh[0]
+
+    def _keep(self, key: str, capture: Capture) -> None:
+        self._by_key[key] = capture
+        self._by_key.move_to_end(key)
         if len(self._by_key) > self.size:
             self._by_key.popitem(last=False)
+
+
+def _from_stored(capture: StoredCapture) -> Capture:
+    location = WarcLocation(
+        capture.warc_file,  # "" for another process's record: not in this one's files
+        capture.warc_offset,
+        capture.warc_length,
+        None,  # (a revisit's fetch row then hashes its own body)
+        capture.payload_digest,
+        capture.key,
+    )
+    return Capture(capture.url, capture.fetched_at, location)

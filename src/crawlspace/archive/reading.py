@@ -17,6 +17,7 @@ from typing import Final
 
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlspace.archive.records import payload_digest
 from crawlspace.archive.warc import OPEN_SUFFIX, WarcLocation
 
 __all__ = ["ArchiveReadError", "StoredResponse", "read_response"]
@@ -47,11 +48,13 @@ def read_response(
     record = _read_record(directory, location)
     if record.payload is not None:
         return record.response
-    if earlier is None:
+    if earlier is None or not earlier.file:  # ("": another worker's, not in this directory)
         raise ArchiveReadError(f"{location.file}@{location.offset} is a revisit of an unknown one")
     first = _read_record(directory, earlier)
     if first.payload is None:
         raise ArchiveReadError(f"{earlier.file}@{earlier.offset} is a revisit, not a response")
+    if payload_digest(first.payload) != record.digest:
+        raise ArchiveReadError(f"{earlier.file}@{earlier.offset} holds another payload")
     return StoredResponse(
         record.response.url, record.response.status, record.response.headers, first.payload
     )
@@ -61,6 +64,7 @@ def read_response(
 class _Record:
     response: StoredResponse
     payload: bytes | None  # None: a revisit record
+    digest: str | None  # its WARC-Payload-Digest
 
 
 def _read_record(directory: Path, location: WarcLocation) -> _Record:
@@ -77,12 +81,13 @@ def _read_record(directory: Path, location: WarcLocation) -> _Record:
     if http is None:
         raise ArchiveReadError(f"{location.file}@{location.offset} has no HTTP response")
     url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    digest = record.rec_headers.get_header("WARC-Payload-Digest")
     status = int(http.get_statuscode() or 0)
     response = StoredResponse(url, status, list(http.headers), b"")
     if record.rec_type == "revisit":
-        return _Record(response, None)
+        return _Record(response, None, digest)
     payload = record.raw_stream.read()  # as stored: warcio would undo Content-Encoding itself
-    return _Record(StoredResponse(url, status, response.headers, payload), payload)
+    return _Record(StoredResponse(url, status, response.headers, payload), payload, digest)
 
 
 def _read_member(directory: Path, location: WarcLocation) -> bytes:
@@ -94,6 +99,8 @@ def _read_member(directory: Path, location: WarcLocation) -> bytes:
                 member = stream.read(location.length)
         except FileNotFoundError:
             continue
+        except OSError as exc:
+            raise ArchiveReadError(f"{name}: {exc}") from exc
         if len(member) != location.length:
             raise ArchiveReadError(f"{name} ends before its record at {location.offset}")
         return member

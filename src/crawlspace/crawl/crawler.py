@@ -24,6 +24,7 @@ from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.budget import CrawlBudget
+from crawlspace.crawl.capture_sharing import share_captures
 from crawlspace.crawl.leases import CrawlParts, LeaseRunner
 from crawlspace.crawl.parse_jobs import ParseLimits
 from crawlspace.crawl.settings import SettingChange
@@ -252,6 +253,11 @@ class Crawler:
             now=self.clock.now,
         )
         parts.captures.reload(self.store.recent_captures(parts.captures.size))
+        capture_log = self.store.capture_log()  # workers: the others' captures too
+        sharing = None
+        if capture_log is not None and parts.captures.size:
+            sharing = asyncio.create_task(share_captures(parts.captures, capture_log))
+            await asyncio.sleep(0)  # its first reading (the others' captures) before any fetch
         visitor = Visitor(parts)
         self.leases.crawl_log = CrawlLog(self.out_dir / "crawl.log", echo=_echoes(progress))
         loop = asyncio.get_running_loop()
@@ -263,6 +269,9 @@ class Crawler:
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+            if sharing is not None:
+                sharing.cancel()
+                await asyncio.gather(sharing, return_exceptions=True)
             if self._transport is None:
                 await transport.close()
             pools.close()

@@ -18,6 +18,7 @@ from crawlspace.crawl.crawler import Crawler, CrawlSummary, frontier_limits
 from crawlspace.crawl.settings import SettingChange, given_by_default, settle, stored_form
 from crawlspace.crawl.setup import lift_exclusions
 from crawlspace.errors import ConfigError
+from crawlspace.store.redis.captures import RedisCaptureLog
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import DEFAULT_BUCKETS, RedisFrontier, connect
 from crawlspace.store.redis.scripts import ride_out
@@ -128,7 +129,10 @@ def _crawler(
         content = RedisContentIndex(
             frontier, config.near_duplicate_bits, config.near_duplicate_max_pages
         )
-        return SharedStore(db_path, frontier, content)
+        # What the other workers archived lately, for revisit records (warc_revisit_window).
+        window = config.warc_revisit_window
+        captures = RedisCaptureLog(frontier, window) if window else None
+        return SharedStore(db_path, frontier, content, captures)
 
     crawler = Crawler(config, out_dir, store_factory=factory)
     lift_exclusions(crawler.store, changes, crawler.clock.now())  # by the process that changed

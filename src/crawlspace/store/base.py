@@ -211,6 +211,20 @@ class CrawlRecordsView(Protocol):
     def record_sample(self, sample: dict[str, float | None]) -> None: ...
 
 
+class CaptureLog(Protocol):
+    """What the workers of a shared frontier archived in full lately, told to one another
+    (store/redis/captures.py; crawl/capture_sharing.py)."""
+
+    def publish(self, captures: Sequence[StoredCapture]) -> None:
+        """Tell the others about payloads this process archived in full."""
+        ...
+
+    def read(self, after: str | None, limit: int) -> tuple[list[StoredCapture], str | None]:
+        """The captures published after position ``after`` (None: from the oldest kept), at
+        most ``limit``, oldest first; and the position to read on from."""
+        ...
+
+
 class Store(Frontier, CrawlRecordsView, Protocol):
     """A durable frontier plus the crawl's records (fetches, links, robots, counters): what the
     crawl loop (crawl/) is given, on the embedded engine or on a shared frontier."""
@@ -236,6 +250,11 @@ class Store(Frontier, CrawlRecordsView, Protocol):
     def queued(self) -> int: ...
 
     def ready_hosts(self, now: float) -> int: ...
+
+    def capture_log(self) -> CaptureLog | None:
+        """Where the workers of a shared frontier tell each other what they archived (None:
+        one process, no one to tell)."""
+        ...
 
     def crawl_progress(self) -> tuple[int, int] | None:
         """(pages fetched, URLs known) across every process of a shared frontier, for the

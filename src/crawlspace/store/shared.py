@@ -69,12 +69,17 @@ class SharedStore(RecordsDelegate):
     error (mypy checks this class against the protocol), never a silent local fallback."""
 
     def __init__(
-        self, path: Path | str, frontier: RedisFrontier, content: RedisContentIndex | None = None
+        self,
+        path: Path | str,
+        frontier: RedisFrontier,
+        content: RedisContentIndex | None = None,
+        captures: RedisCaptureLog | None = None,
     ) -> None:
         self.records = CrawlRecords(path, background_checkpoints=True)
         self.limits = frontier.limits
         self.frontier = frontier
         self.content = content
+        self.captures = captures
         self._last_now = 0.0
 
     # -- the shared frontier ------------------------------------------------------------------
@@ -162,6 +167,9 @@ class SharedStore(RecordsDelegate):
 
     def ready_hosts(self, now: float) -> int:
         return self.frontier.ready_hosts(now)
+
+    def capture_log(self) -> RedisCaptureLog | None:
+        return self.captures
 
     def crawl_progress(self) -> tuple[int, int] | None:
         return self.frontier.fetched_pages(), self.frontier.seen_urls()

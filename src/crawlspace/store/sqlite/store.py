@@ -397,6 +397,9 @@ class SqliteStore(RecordsDelegate):
         row = self._db.execute("SELECT COUNT(*) FROM hosts WHERE ready_at <= ?", (now,)).fetchone()
         return int(row[0])
 
+    def capture_log(self) -> None:
+        return None  # one process: its captures are all in its own memory
+
     def crawl_progress(self) -> tuple[int, int] | None:
         return None  # one process: telemetry counts its own
 
