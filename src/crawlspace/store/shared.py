@@ -23,6 +23,7 @@ from pathlib import Path
 from crawlspace.plans import NO_PLAN, ContentVerdict, Judgement, Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult
+from crawlspace.store.redis.captures import RedisCaptureLog
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import RedisFrontier
 from crawlspace.store.sqlite import dedup as sqlite_dedup
