@@ -88,6 +88,11 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         help="follow only links below the seeds' directories (adds them to --include)",
     )
     add(
+        "--page-requisites",
+        action="store_true",
+        help="also fetch the stylesheets, scripts, images and fonts pages embed",
+    )
+    add(
         "--resolve",
         action="append",
         default=[],
@@ -156,6 +161,7 @@ def overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]
         "resolve": tuple(args.resolve),
         "sitemaps": tuple(args.sitemap),
         "metrics_port": args.metrics_port,
+        "page_requisites": True if args.page_requisites else None,
     }
     overrides.update(extra)
     return overrides

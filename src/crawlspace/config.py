@@ -222,6 +222,12 @@ class CrawlConfig:
     inlink_cap: int = 10
     aopic_tax: float = 0.1
     path_ascending: bool = False
+    # Page requisites (wget -p, Heritrix's embeds): the stylesheets, scripts, images, media and
+    # fonts a page embeds are fetched too (same politeness, robots.txt, scope and address guard),
+    # at the page's own depth, so an archived page replays as it looked; at most
+    # max_requisites_per_page of them a page.
+    page_requisites: bool = False
+    max_requisites_per_page: int = 100
     # Across hosts (bands.py, frontier/front_queues.py): a ready host whose best queued URL is in
     # a better band (one link depth, or one halving of AOPIC cash) goes first; each
     # host_priority_aging seconds a host has waited ready count as one band, so none is starved

@@ -61,6 +61,7 @@ def _check_counts(config: Any) -> None:
         "total_timeout",
         "max_throttled_seconds",
         "max_outage_seconds",
+        "max_requisites_per_page",
     ):
         if getattr(config, name) < 0:
             raise ConfigError(f"{name} must be >= 0 (got {getattr(config, name)})")

@@ -37,6 +37,7 @@ FLAGS: Final = {
     "resolve": "--resolve HOST:PORT:ADDR",
     "sitemaps": "--sitemap URL",
     "metrics_port": "--metrics-port PORT",
+    "page_requisites": "--page-requisites",
     "progress": "-q (off)",
 }
 
@@ -192,6 +193,9 @@ HELP: Final = {
     "inlink_cap": "pages whose links to a URL count toward its priority",
     "aopic_tax": "share of a page's cash given to the virtual Lambda page (aopic)",
     "path_ascending": "a fetched /a/b/page also queues /a/b/, /a/ and /",
+    "page_requisites": "also fetch what pages embed (stylesheets and what they import, scripts,"
+    " images, media, fonts), at the page's own depth, so archived pages replay as they looked",
+    "max_requisites_per_page": "requisites admitted from one page at most (page_requisites)",
     "host_priority_aging": "seconds a ready host waits that count as one priority band across"
     " hosts (0: oldest first)",
 }

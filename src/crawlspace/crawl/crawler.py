@@ -106,6 +106,8 @@ class Crawler:
         self.clock = clock or SystemClock()
         self._transport = transport
         self.processors = ProcessorRegistry()
+        if config.page_requisites:
+            self.processors.fetch_requisites()
         self._lock = OutDirLock(self.out_dir)
         settings: str | None = None  # to store: new, or changed with reconfigure
         changes: list[SettingChange] = []

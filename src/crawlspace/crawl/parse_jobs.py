@@ -46,16 +46,36 @@ class ParsedPage:
     prelinks: PreLinks | None
     admission: Admission | None
     records: ExchangeRecords | None = None  # the exchange's WARC records, when asked for
+    # What the page embeds, normalized, when it is admitted here (page_requisites).
+    requisites: PreLinks | None = None
 
     def admit(self, discovery: Discovery, *, parent_depth: int, header_nofollow: bool) -> Admission:
         """The page's admission: the one made where it was parsed, or made now."""
         if self.admission is not None:
             return self.admission
         assert self.prelinks is not None
-        nofollow = self.content.nofollow or header_nofollow
-        return discovery.admit_prenormalized(
-            self.prelinks, parent_depth=parent_depth, page_nofollow=nofollow
+        return _admit(
+            discovery,
+            self.prelinks,
+            self.requisites,
+            parent_depth,
+            self.content.nofollow or header_nofollow,
         )
+
+
+def _admit(
+    discovery: Discovery,
+    prelinks: PreLinks,
+    requisites: PreLinks | None,
+    parent_depth: int,
+    nofollow: bool,
+) -> Admission:
+    admission = discovery.admit_prenormalized(
+        prelinks, parent_depth=parent_depth, page_nofollow=nofollow
+    )
+    if requisites is not None:
+        discovery.admit_requisites(requisites, parent_depth=parent_depth, into=admission)
+    return admission
 
 
 # The crawl's link admission, installed in each parse worker process when it starts.
@@ -87,6 +107,9 @@ def parse_and_admit(
     wants_document = document_chars is not None and content.text is not None
     anchors = content.anchors if wants_document else None
     prelinks = prenormalize(content.links, content.base_url, anchors)
+    requisites = None
+    if content.requisites:
+        requisites = prenormalize([(ref, False) for ref in content.requisites], content.base_url)
     document = None
     if wants_document:
         assert document_chars is not None
@@ -94,13 +117,13 @@ def parse_and_admit(
         prelinks = prelinks.without_anchors()
     # What the loop needs travels back; the text only where its hashes were not made here.
     text = content.text if content.text_sha256 is None else None
-    content = dataclasses.replace(content, links=[], anchors=None, text=text, document=document)
-    if _worker_discovery is None or not admit:
-        return ParsedPage(content, prelinks, None, records)
-    nofollow = content.nofollow or header_nofollow
-    admission = _worker_discovery.admit_prenormalized(
-        prelinks, parent_depth=parent_depth, page_nofollow=nofollow
+    content = dataclasses.replace(
+        content, links=[], anchors=None, text=text, document=document, requisites=[]
     )
+    if _worker_discovery is None or not admit:
+        return ParsedPage(content, prelinks, None, records, requisites)
+    nofollow = content.nofollow or header_nofollow
+    admission = _admit(_worker_discovery, prelinks, requisites, parent_depth, nofollow)
     return ParsedPage(content, None, admission, records)
 
 

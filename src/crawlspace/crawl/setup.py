@@ -186,6 +186,7 @@ def link_discovery(config: CrawlConfig, scope: Scope, filters: Sequence[UrlFilte
                 compile_excludes(config.include, "include"),
             ),
             priority_rules(config),
+            config.max_requisites_per_page,
         ),
         scope,
         filters,

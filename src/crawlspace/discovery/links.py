@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 from urllib.parse import urlsplit
 
 from crawlspace.discovery.policy_normalize import UrlPolicy
@@ -34,6 +35,8 @@ class EntryRules:
     traps: TrapRules = field(default_factory=TrapRules)
     # Pattern points and the priority policy (frontier/priority.py).
     priority: PriorityRules = field(default_factory=PriorityRules)
+    # Page requisites admitted per page, at most (page_requisites; past it: requisite_budget).
+    max_requisites_per_page: int = 100
 
 
 @by_fields
@@ -113,6 +116,10 @@ def prenormalize(
         dict(invalid),
         None if labels is None else [labels.get(url, []) for url in found],
     )
+
+
+# The source of a URL a page embeds (page_requisites).
+REQUISITE: Final = "requisite"
 
 
 def parent_directories(url: str) -> list[str]:
@@ -196,6 +203,30 @@ class Discovery:
             if candidate is None or reason is not None:
                 into.rejections[reason or "invalid_url"] += 1
             elif candidate.url not in have:
+                have.add(candidate.url)
+                into.candidates.append(candidate)
+
+    def admit_requisites(self, pre: PreLinks, *, parent_depth: int, into: Admission) -> None:
+        """What a page embeds (page_requisites) joins ``into`` as candidates of source
+        "requisite" at the page's own depth (an embed is part of its page, not a step away
+        from it; wget and Heritrix count them so too), each checked like any URL (policy,
+        scope, traps, filters; robots.txt and the address guard when fetched). A page's
+        nofollow does not apply: it is about links. At most ``max_requisites_per_page``."""
+        have = {c.url for c in into.candidates}
+        cap = self.rules.max_requisites_per_page
+        into.rejections.update(pre.invalid)
+        admitted = 0
+        for safe, occurrences, _ in pre.urls:
+            candidate, reason = self._admit_normalized(safe, parent_depth, REQUISITE, 0)
+            if candidate is not None and reason is None and admitted >= cap:
+                reason = "requisite_budget"
+            if candidate is None or reason is not None:
+                into.rejections[reason or "invalid_url"] += occurrences
+                if candidate is not None and reason is not None:
+                    into.excluded.append((candidate.url, reason))
+                continue
+            admitted += 1
+            if candidate.url not in have:
                 have.add(candidate.url)
                 into.candidates.append(candidate)
 

@@ -1,5 +1,5 @@
 """One-pass HTML extraction: raw links and their anchor text, canonical, robots meta, title,
-declared language and visible text.
+declared language and visible text, and, when asked, the page's requisites (what it embeds).
 
 Pure: bytes in, an :class:`HtmlPage` out, no exception but MemoryError. Hrefs are returned raw;
 resolving and normalizing them is discovery's job, so this module only resolves ``<base href>``.
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from crawlspace.parse.css import css_references
 from crawlspace.parse.directives import NO_DIRECTIVES, RobotsDirectives, parse_robots_meta
 from crawlspace.urls import normalize
 
@@ -42,12 +43,35 @@ class HtmlPage:
     text: str  # visible body text, whitespace collapsed, for content hashes
     charset: str  # Python codec name the body was decoded with
     lang: str | None = None  # <html lang>, as declared (lowercase)
+    # What the page embeds (stylesheets, scripts, images, media, fonts through its <style>), raw
+    # and in document order; empty unless extract() was asked for them.
+    requisites: list[str] = field(default_factory=list)
 
 
 _LINK_SELECTOR: Final = "a[href], area[href], frame[src], iframe[src]"
 _NOFOLLOW_RELS: Final = frozenset({"nofollow", "ugc", "sponsored"})
 _HEAD_SELECTOR: Final = "base[href], link[rel][href], meta[name][content], title"
 _INVISIBLE_TAGS: Final = ["script", "style", "noscript", "template"]
+# Page requisites (wget's --page-requisites, Heritrix's embeds): what a browser loads to show the
+# page. <link> only for the relations that load something the page needs.
+_REQUISITE_SELECTOR: Final = (
+    "link[href][rel], script[src], img[src], img[srcset], picture source[srcset], source[src],"
+    " input[src], video[src], video[poster], audio[src], track[src], embed[src], object[data],"
+    ' style, [style*="url("]'
+)
+_REQUISITE_RELS: Final = frozenset(
+    {
+        "stylesheet",
+        "icon",
+        "apple-touch-icon",
+        "apple-touch-icon-precomposed",
+        "mask-icon",
+        "manifest",
+        "preload",
+        "modulepreload",
+    }
+)
+_SOURCE_ATTRS: Final = ("src", "poster", "data")
 # An anchor text longer than this is a block of the page wrapped in a link, not a label.
 MAX_ANCHOR_CHARS: Final = 200
 # BCP 47 tags are short; a longer lang attribute is junk (RFC 5646 §4.4.1 advises 35).
@@ -220,6 +244,33 @@ def _links(tree: LexborHTMLParser) -> list[RawLink]:
     return links
 
 
+def _requisites(tree: LexborHTMLParser) -> list[str]:
+    """What the page embeds, raw, in document order, each once."""
+    found: dict[str, None] = {}
+    for node in tree.css(_REQUISITE_SELECTOR):
+        tag, attrs = node.tag or "", node.attrs
+        refs: list[str] = []
+        if tag == "link":
+            rels = (attrs.get("rel") or "").lower().split()
+            if not _REQUISITE_RELS.isdisjoint(rels):
+                refs.append(attrs.get("href") or "")
+        elif tag == "style":
+            refs += css_references(node.text(deep=True))
+        else:
+            refs += [value for name in _SOURCE_ATTRS if (value := attrs.get(name))]
+            srcset = attrs.get("srcset")
+            if srcset:  # "a.png 1x, b.png 2x": every candidate (a replay may pick any)
+                refs += [part.split()[0] for part in srcset.split(",") if part.split()]
+        style = attrs.get("style")
+        if style and "url(" in style.lower():
+            refs += css_references(style)
+        for ref in refs:
+            stripped = ref.strip()
+            if stripped and not stripped.startswith(("#", "data:", "javascript:")):
+                found.setdefault(stripped, None)
+    return list(found)
+
+
 def _lang(tree: LexborHTMLParser) -> str | None:
     root = tree.root
     declared = root.attrs.get("lang") if root is not None else None
@@ -273,6 +324,7 @@ def extract(
     content_type: str | None,
     product_token: str,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    requisites: bool = False,
 ) -> HtmlPage:
     """Parse ``body`` (the page fetched from ``base_url``) once and pull out what the crawl needs.
 
@@ -289,6 +341,7 @@ def extract(
         # crawl/parse_jobs.py): said as what it is, so the worker is replaced.
         raise MemoryError("lexbor could not allocate the page's tree") from None
     links = _links(tree)
+    embedded = _requisites(tree) if requisites else []  # (before <style> is stripped)
     head = _head(tree, product_token)
     page_base = base_url
     if head.base_href and head.base_href.strip():
@@ -305,4 +358,5 @@ def extract(
         text=text,
         charset=charset,
         lang=_lang(tree),
+        requisites=embedded,
     )

@@ -6,12 +6,14 @@ A processor is a plain synchronous function so it can run in a worker thread or 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from crawlspace.dedup.simhash import simhash_and_sketch
 from crawlspace.dedup.sketch import Sketch
+from crawlspace.parse.css import css_references
 from crawlspace.parse.html import extract
 from crawlspace.pickling import by_fields
 from crawlspace.urls import host_key, normalize
@@ -42,6 +44,9 @@ class ProcessedContent:
     # The feed's page part, built where the page was parsed (crawl/parse_jobs.py): the text,
     # title and outlinks travel back once, compressed, and the loop never decodes them.
     document: bytes | None = None
+    # What the page embeds, raw (stylesheets, scripts, images, fonts): fetched as its
+    # requisites when the crawl asks (``page_requisites``); not links, so no depth.
+    requisites: list[str] = field(default_factory=list)
 
 
 class ContentProcessor(Protocol):
@@ -51,9 +56,21 @@ class ContentProcessor(Protocol):
 
 
 def process_html(
-    body: bytes, *, url: str, content_type: str | None, product_token: str
+    body: bytes,
+    *,
+    url: str,
+    content_type: str | None,
+    product_token: str,
+    requisites: bool = False,
 ) -> ProcessedContent:
-    page = extract(body, base_url=url, content_type=content_type, product_token=product_token)
+    """A page's links, text and head; its requisites too when asked (``page_requisites``)."""
+    page = extract(
+        body,
+        base_url=url,
+        content_type=content_type,
+        product_token=product_token,
+        requisites=requisites,
+    )
     links = [(link.href, link.nofollow) for link in page.links]
     anchors = [link.anchor for link in page.links]
     simhash, sketch = simhash_and_sketch(page.text) if page.text else (None, None)
@@ -77,7 +94,22 @@ def process_html(
         canonical=page.canonical,
         noindex=page.directives.noindex,
         nofollow=page.directives.nofollow,
+        requisites=page.requisites,
     )
+
+
+def process_css(
+    body: bytes, *, url: str, content_type: str | None, product_token: str
+) -> ProcessedContent:
+    """A stylesheet's requisites (its @import rules, fonts and images); no text, no links."""
+    charset = "utf-8"
+    if content_type and "charset=" in content_type.lower():
+        charset = content_type.lower().split("charset=", 1)[1].split(";")[0].strip(" \"'")
+    try:
+        text = body.decode(charset, errors="replace")
+    except LookupError:  # an unknown charset label: CSS references are ASCII in practice
+        text = body.decode("utf-8", errors="replace")
+    return ProcessedContent(base_url=url, requisites=css_references(text))
 
 
 class ProcessorRegistry:
@@ -88,6 +120,15 @@ class ProcessorRegistry:
             "text/html": process_html,
             "application/xhtml+xml": process_html,
         }
+
+    def fetch_requisites(self) -> None:
+        """Pages report what they embed, and stylesheets what they import (page_requisites);
+        a processor a user registered for HTML or CSS is kept as it is."""
+        html = functools.partial(process_html, requisites=True)
+        for mime in ("text/html", "application/xhtml+xml"):
+            if self._by_type.get(mime) is process_html:
+                self._by_type[mime] = html
+        self._by_type.setdefault("text/css", process_css)
 
     def register(self, mime_type: str, processor: ContentProcessor) -> None:
         self._by_type[mime_type.lower()] = processor
