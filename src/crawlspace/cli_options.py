@@ -88,6 +88,13 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         help="follow only links below the seeds' directories (adds them to --include)",
     )
     add(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="add a request header to every request, as curl -H (repeatable)",
+    )
+    add(
         "--page-requisites",
         action="store_true",
         help="also fetch the stylesheets, scripts, images and fonts pages embed",
@@ -159,6 +166,7 @@ def overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]
         "include": tuple(args.include),
         "exclude": tuple(args.exclude),
         "resolve": tuple(args.resolve),
+        "headers": tuple(args.header),
         "sitemaps": tuple(args.sitemap),
         "metrics_port": args.metrics_port,
         "page_requisites": True if args.page_requisites else None,

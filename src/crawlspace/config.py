@@ -66,6 +66,12 @@ class CrawlConfig:
     duration: float | None = None
     allow_nets: tuple[str, ...] = ()
     resolve: tuple[ResolveOverride, ...] = ()
+    # Request headers added to every request ("Name: value"), to one host's only ("HOST[:PORT]
+    # Name: value": a cookie, say), and HTTP Basic credentials per host ("HOST[:PORT]
+    # USER:PASSWORD"); fetch/request_headers.py.
+    headers: tuple[str, ...] = ()
+    host_headers: tuple[str, ...] = ()
+    auth: tuple[str, ...] = ()
     # Fetch limits against untrusted servers.
     connect_timeout: float = 10.0
     read_timeout: float = 30.0

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
+from crawlspace.fetch.request_headers import RequestHeaders
 from crawlspace.frontier.budgets import compile_excludes
 from crawlspace.frontier.front_queues import front_queues
 from crawlspace.frontier.priority import PriorityRules, compile_priority_patterns
@@ -115,6 +116,7 @@ def _check_limits(config: Any) -> None:
         raise ConfigError(f"parse_cpu_seconds must be >= 0 (got {config.parse_cpu_seconds})")
     if config.parse_memory_mb < 0:
         raise ConfigError(f"parse_memory_mb must be >= 0 (got {config.parse_memory_mb})")
+    RequestHeaders.parse(config.headers, config.host_headers, config.auth)  # one line if wrong
     if config.parse_retries < 0:
         raise ConfigError(f"parse_retries must be >= 0 (got {config.parse_retries})")
     if min(config.feed_text_chars, config.feed_stream_entries, config.warc_revisit_window) < 0:

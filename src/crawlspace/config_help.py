@@ -35,6 +35,7 @@ FLAGS: Final = {
     "include": "--include PATTERN",
     "exclude": "--exclude PATTERN",
     "resolve": "--resolve HOST:PORT:ADDR",
+    "headers": "--header 'NAME: VALUE'",
     "sitemaps": "--sitemap URL",
     "metrics_port": "--metrics-port PORT",
     "page_requisites": "--page-requisites",
@@ -76,6 +77,11 @@ HELP: Final = {
     " default (private, loopback, link-local, metadata), e.g. 127.0.0.0/8; on them only the"
     " seeds' host:port and allow_hosts entries are in scope; repeatable",
     "resolve": "use ADDR for HOST:PORT instead of DNS, as curl does; repeatable",
+    "headers": "a request header added to every request, 'Name: value', as curl -H; repeatable",
+    "host_headers": "a request header for one host's requests only, 'HOST[:PORT] Name: value'"
+    " (a Cookie, say)",
+    "auth": "HTTP Basic credentials for one host's requests, 'HOST[:PORT] USER:PASSWORD' (kept"
+    " in crawl.db with the other settings, and sent as an Authorization header the WARC records)",
     "connect_timeout": "seconds to connect",
     "read_timeout": "seconds between two reads of a response",
     "total_timeout": "seconds for a whole response, headers and body (a server that drips a"

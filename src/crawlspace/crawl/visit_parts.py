@@ -19,6 +19,7 @@ from crawlspace.crawl.setup import outage_policy
 from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Discovery
 from crawlspace.fetch.body import BodyReader
+from crawlspace.fetch.request_headers import RequestHeaders
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy
 from crawlspace.frontier.politeness import PolitenessPolicy
@@ -74,6 +75,10 @@ class VisitParts:
         self.rand = rand
         # robots.txt answers fetched from other hosts through redirects (robots_visit.py).
         self.hop_answers = HopAnswers()
+        # What a user adds to requests (fetch/request_headers.py); empty: nothing to add.
+        self.request_headers = RequestHeaders.parse(
+            config.headers, config.host_headers, config.auth
+        )
         self.robots_policy = RobotsPolicy(
             config.robots_cache_seconds,
             config.robots_retry_delay,
@@ -140,6 +145,10 @@ class VisitParts:
     async def fetch(self, lease: Lease, request: FetchRequest) -> FetchResponse:
         """One request, holding its server address's token while it runs (AddressBusyError
         when the address has none free: nothing is sent)."""
+        if self.request_headers:
+            added = self.request_headers.for_url(request.url)
+            if added:
+                request = dataclasses.replace(request, headers=[*added, *request.headers])
         if self.gate is None:
             return await self.transport.fetch(request)
         async with self.gate.hold(lease, request.url):
