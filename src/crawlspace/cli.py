@@ -327,12 +327,14 @@ def _add_reading_commands(sub: Any) -> None:
     frontier_options(stats, reading=True)
     stats.set_defaults(func=_cmd_stats, quiet=True, verbose=False)
 
-    export = sub.add_parser("export", help="write urls, fetches or links, one record per line")
+    export = sub.add_parser(
+        "export", help="write urls, fetches, links, items, ...: one record per line"
+    )
     export.add_argument("dir", type=Path, nargs="?", help="crawl directory (or give --frontier)")
     export.add_argument(
         "--what",
         required=True,
-        choices=["urls", "fetches", "links", "events", "hosts", "duplicates"],
+        choices=["urls", "fetches", "links", "items", "events", "hosts", "duplicates"],
         help="with --frontier: urls, events or hosts",
     )
     export.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"])

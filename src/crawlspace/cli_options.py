@@ -95,6 +95,11 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         help="add a request header to every request, as curl -H (repeatable)",
     )
     add(
+        "--extract",
+        metavar="MODULE:FUNCTION",
+        help="call this function with each parsed page and store the dicts it returns as items",
+    )
+    add(
         "--page-requisites",
         action="store_true",
         help="also fetch the stylesheets, scripts, images and fonts pages embed",
@@ -170,6 +175,7 @@ def overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]
         "sitemaps": tuple(args.sitemap),
         "metrics_port": args.metrics_port,
         "page_requisites": True if args.page_requisites else None,
+        "extract": args.extract,
     }
     overrides.update(extra)
     return overrides

@@ -234,6 +234,9 @@ class CrawlConfig:
     # max_requisites_per_page of them a page.
     page_requisites: bool = False
     max_requisites_per_page: int = 100
+    # The extraction hook, "module:function" (parse/extract.py): run on every parsed page in the
+    # parse workers; what it returns is stored as items (`crawlspace export --what items`).
+    extract: str | None = None
     # Across hosts (bands.py, frontier/front_queues.py): a ready host whose best queued URL is in
     # a better band (one link depth, or one halving of AOPIC cash) goes first; each
     # host_priority_aging seconds a host has waited ready count as one band, so none is starved

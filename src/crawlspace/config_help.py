@@ -39,6 +39,7 @@ FLAGS: Final = {
     "sitemaps": "--sitemap URL",
     "metrics_port": "--metrics-port PORT",
     "page_requisites": "--page-requisites",
+    "extract": "--extract MODULE:FUNCTION",
     "progress": "-q (off)",
 }
 
@@ -202,6 +203,8 @@ HELP: Final = {
     "page_requisites": "also fetch what pages embed (stylesheets and what they import, scripts,"
     " images, media, fonts), at the page's own depth, so archived pages replay as they looked",
     "max_requisites_per_page": "requisites admitted from one page at most (page_requisites)",
+    "extract": "MODULE:FUNCTION called with each parsed page; the dicts it returns are stored as"
+    " items (export --what items)",
     "host_priority_aging": "seconds a ready host waits that count as one priority band across"
     " hosts (0: oldest first)",
 }

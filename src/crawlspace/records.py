@@ -130,6 +130,8 @@ class FetchRecord:
     # and its WARC-Payload-Digest (archive/captures.py), so a resumed crawl still finds it.
     payload_key: str | None = None
     payload_digest: str | None = None
+    # The extraction hook's items of the page, as JSON texts (parse/extract.py).
+    items: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

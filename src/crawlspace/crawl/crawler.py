@@ -47,6 +47,7 @@ from crawlspace.discovery.links import UrlFilter
 from crawlspace.discovery.sitemaps import admit_declared_sitemaps
 from crawlspace.errors import ConfigError
 from crawlspace.fetch.transport import Transport
+from crawlspace.parse.extract import Extractor, load_extractor
 from crawlspace.parse.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Lease
 from crawlspace.store.base import Store
@@ -101,13 +102,16 @@ class Crawler:
         store_factory: Callable[[Path], Store] | None = None,
         given: frozenset[str] | None = None,
         reconfigure: bool = False,
+        extractor: Extractor | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
         self.clock = clock or SystemClock()
         self._transport = transport
         self.processors = ProcessorRegistry()
-        if config.page_requisites:
-            self.processors.fetch_requisites()
+        hooked = extractor is not None  # passed in: it stands, whatever the settings say
+        loaded = None if hooked else config.extract
+        if loaded is not None:  # a hook that cannot be found is refused before any write
+            extractor = load_extractor(loaded)
         self._lock = OutDirLock(self.out_dir)
         settings: str | None = None  # to store: new, or changed with reconfigure
         changes: list[SettingChange] = []
@@ -121,6 +125,15 @@ class Crawler:
                 self._lock.release()
                 raise
         self.config = config
+        if config.page_requisites:  # (as settled: a resumed crawl keeps what it started with)
+            self.processors.fetch_requisites()
+        if not hooked and config.extract != loaded:  # a resumed crawl's own hook
+            try:
+                extractor = load_extractor(config.extract) if config.extract else None
+            except ConfigError:
+                self._lock.release()
+                raise
+        self.extractor = extractor
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
             self.store = store_factory(self.out_dir / "crawl.db")
         else:
@@ -250,6 +263,7 @@ class Crawler:
             self.discovery,
             processors=self.processors,
             pools=pools,
+            extractor=self.extractor,
             gate=AddressGate(transport.address_of, self.store, self.clock.now),
             hosts=HostGate(self.store, self.clock.now),
             now=self.clock.now,

@@ -26,6 +26,7 @@ from crawlspace.discovery.links import Admission, Discovery, PreLinks, prenormal
 from crawlspace.errors import ParseBudgetError, ParseMemoryError
 from crawlspace.feed_codec import pack
 from crawlspace.heap import TRIM_AFTER_BYTES, release_free_heap
+from crawlspace.parse.extract import Extractor, Page, run_extractor
 from crawlspace.parse.processors import ContentProcessor, ProcessedContent
 from crawlspace.pickling import by_fields
 
@@ -94,14 +95,19 @@ def parse_and_admit(
     admit: bool = True,
     archive: tuple[RecordBuilder, Exchange, EarlierCapture | None] | None = None,
     document_chars: int | None = None,
+    extractor: Extractor | None = None,
 ) -> ParsedPage:
     """Run ``processor`` and normalize its links; where a Discovery is installed (a parse
     worker) and ``admit`` is set, admit them as the crawl loop would. Given an ``archive``,
     build the exchange's WARC records too, where the body already is (a revisit of the capture
     named, if its payload is that one's); given ``document_chars``, the page's feed document
-    with that much of its text."""
+    with that much of its text; given an ``extractor``, the user's items."""
     records = archive[0].capture(archive[1], archive[2]) if archive is not None else None
     content = processor(body, url=url, content_type=content_type, product_token=product_token)
+    if extractor is not None:  # the user's items, from the page as fetched (parse/extract.py)
+        page = Page(url, body, content_type, content.title, content.text)
+        items, error = run_extractor(extractor, page)
+        content = dataclasses.replace(content, items=items, extract_error=error)
     if len(body) >= TRIM_AFTER_BYTES:
         release_free_heap()  # the big page's DOM, freed, would stay with this worker (heap.py)
     wants_document = document_chars is not None and content.text is not None

@@ -141,6 +141,7 @@ def fetch_record(
         document=content.document if content is not None else None,
         payload_key=location.payload_key,
         payload_digest=location.payload_digest if location.payload_key else None,
+        items=tuple(content.items) if content is not None else (),
     )
 
 

@@ -28,6 +28,7 @@ from crawlspace.archive.records import EarlierCapture, Exchange, RecordBuilder
 from crawlspace.crawl.parse_jobs import ParsedPage, ParseLimits, parse_and_admit
 from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
 from crawlspace.discovery.links import Discovery
+from crawlspace.parse.extract import Extractor
 from crawlspace.parse.processors import ContentProcessor
 
 T = TypeVar("T")
@@ -103,6 +104,7 @@ class StagePools:
         header_nofollow: bool,
         archive: tuple[RecordBuilder, Exchange, EarlierCapture | None] | None = None,
         document_chars: int | None = None,
+        extractor: Extractor | None = None,
     ) -> ParsedPage:
         """``processor`` and the first half of link admission on a worker process where the
         processor can go (then the worker also admits the links: parse_jobs.py), else on a
@@ -119,8 +121,10 @@ class StagePools:
             header_nofollow=header_nofollow,
             archive=archive,
             document_chars=document_chars,
+            extractor=extractor,
         )
-        if not self._runs_in_process(processor):
+        sendable = extractor is None or self._runs_in_process(extractor)
+        if not (sendable and self._runs_in_process(processor)):
             return await self.in_thread(job)
         unadmitted = functools.partial(job, admit=False)
         if self._scope_changed():

@@ -9,6 +9,7 @@ so the commit stays one transaction in ``crawl/leases.py``. robots.txt visits ar
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 
 from crawlspace.archive.captures import Lookup
@@ -329,6 +330,7 @@ class Visitor:
                 document_chars=self._parts.config.feed_text_chars
                 if self._parts.config.feed
                 else None,
+                extractor=self._parts.extractor,
             )
         except ParseBudgetError as exc:
             # A hostile page, or a worker that died under it: parsed again from its WARC
@@ -336,6 +338,8 @@ class Visitor:
             log.warning("%s: %s", response.url, exc)
             return replace(completion, reason=exc.reason), None, None
         content = page.content
+        if content.extract_error is not None:
+            log.warning("%s: the extraction hook failed: %s", response.url, content.extract_error)
         admission = page.admit(
             self._parts.discovery,
             parent_depth=lease.depth,
@@ -351,8 +355,18 @@ class Visitor:
             discovered=admission.candidates,
             excluded=admission.excluded,
             rejections=dict(admission.rejections),
-            counters=dict(admission.counters),
+            counters=_with_extraction(admission.counters, content),
         )
         if header_directives.noindex and not content.noindex:
             content = replace(content, noindex=True)
         return completion, content, page.records
+
+
+def _with_extraction(counters: Mapping[str, int], content: ProcessedContent) -> dict[str, int]:
+    """The page's counters, with what the extraction hook made of it (parse/extract.py)."""
+    out = dict(counters)
+    if content.items:
+        out["extract.items"] = len(content.items)
+    if content.extract_error is not None:
+        out["extract.errors"] = 1
+    return out

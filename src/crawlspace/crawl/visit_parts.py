@@ -23,6 +23,7 @@ from crawlspace.fetch.request_headers import RequestHeaders
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy
 from crawlspace.frontier.politeness import PolitenessPolicy
+from crawlspace.parse.extract import Extractor
 from crawlspace.parse.processors import ProcessorRegistry
 from crawlspace.records import Lease
 from crawlspace.robots.hop_answers import HopAnswers
@@ -46,12 +47,14 @@ class VisitParts:
         *,
         processors: ProcessorRegistry,
         pools: StagePools,
+        extractor: Extractor | None = None,
         gate: AddressGate | None = None,
         hosts: HostGate | None = None,
         rand: Callable[[], float] = random.random,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.pools = pools
+        self.extractor = extractor  # the user's items of each parsed page (parse/extract.py)
         self.gate = gate  # per server address tokens (crawl/addresses.py); None: none
         # Other hosts' tokens, for robots.txt redirect hops (crawl/addresses.py); None: none.
         self.hosts = hosts

@@ -46,6 +46,11 @@ QUERIES = {
         " r.error AS robots_error, h.fetched, h.queued"
         " FROM hosts h LEFT JOIN robots r ON r.host_id = h.id ORDER BY h.id"
     ),
+    # The extraction hook's items (parse/extract.py), each with the page it came from.
+    "items": (
+        "SELECT f.url AS page_url, f.fetched_at, i.item FROM items i"
+        " JOIN fetches f ON f.id = i.fetch_id ORDER BY i.id"
+    ),
     # Fetches whose extracted text equals another fetch's: one group per text_sha256.
     "duplicates": (
         "SELECT text_sha256, url, final_url, status, fetched_at, canonical, content_sha256"
@@ -63,8 +68,13 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
     db = open_crawl_db(out_dir)
     try:
         learned = _learned(db) if what == "hosts" else {}
+        if what == "items" and not _has_table(db, "items"):
+            return  # a crawl.db from before the extraction hook: no items
         for row in db.execute(QUERIES[what]):
             record = dict(row)
+            if what == "items":  # the item's own fields, after the page it came from
+                record = {"page_url": row["page_url"], "fetched_at": row["fetched_at"]}
+                record.update(json.loads(row["item"]))
             if what == "hosts":
                 _with_learned(record, learned.get(record["host_key"]))
             if what == "urls" and record["host_key"] is None:
@@ -128,6 +138,11 @@ def write_records(records: Iterable[dict[str, Any]], fmt: str, stream: TextIO) -
             writer.writerow({k: _csv_cell(v, terminal=terminal) for k, v in record.items()})
         count += 1
     return count
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return found.fetchone() is not None
 
 
 def write_export(out_dir: Path | str, what: str, fmt: str, stream: TextIO) -> int:

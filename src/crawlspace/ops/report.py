@@ -61,6 +61,13 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
                 " ORDER BY name"
             ).fetchall()
         )
+        # What the extraction hook made (parse/extract.py): items, and pages whose hook failed.
+        extract = {
+            str(name).removeprefix("extract."): int(value)
+            for name, value in db.execute(
+                "SELECT name, value FROM counters WHERE name LIKE 'extract.%' ORDER BY name"
+            )
+        }
         pages = one("SELECT COUNT(*) FROM fetches")
         html_pages = one("SELECT COUNT(*) FROM fetches WHERE text_sha256 IS NOT NULL")
         distinct_text = one("SELECT COUNT(DISTINCT text_sha256) FROM fetches")
@@ -106,6 +113,7 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
             "warc_dir": str(Path(out_dir) / "warc"),
             "warc_files": warc_files,
             "feed": feed_stats(db, Path(out_dir)),
+            "extract": extract,
         }
     finally:
         db.close()

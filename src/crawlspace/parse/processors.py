@@ -47,6 +47,10 @@ class ProcessedContent:
     # What the page embeds, raw (stylesheets, scripts, images, fonts): fetched as its
     # requisites when the crawl asks (``page_requisites``); not links, so no depth.
     requisites: list[str] = field(default_factory=list)
+    # The extraction hook's items, as JSON texts, and what cost the page its items (None:
+    # nothing), parse/extract.py.
+    items: list[str] = field(default_factory=list)
+    extract_error: str | None = None
 
 
 class ContentProcessor(Protocol):

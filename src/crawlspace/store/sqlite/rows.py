@@ -78,6 +78,11 @@ def insert_fetch(
         "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
         [(cur.lastrowid, link.to_url, int(link.nofollow)) for link in completion.links],
     )
+    if fetch.items:
+        db.executemany(
+            "INSERT INTO items (fetch_id, item) VALUES (?, ?)",
+            [(cur.lastrowid, item) for item in fetch.items],
+        )
 
 
 def emit_event(db: sqlite3.Connection, lease: Lease, completion: Completion, now: float) -> None:

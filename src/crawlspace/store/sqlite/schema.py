@@ -214,6 +214,13 @@ CREATE TABLE IF NOT EXISTS links (
 );
 CREATE INDEX IF NOT EXISTS links_fetch ON links (fetch_id);
 
+-- What the extraction hook made of each page (parse/extract.py): one row per item, as JSON.
+CREATE TABLE IF NOT EXISTS items (
+    id       INTEGER PRIMARY KEY,
+    fetch_id INTEGER NOT NULL,
+    item     TEXT NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS counters (
     name  TEXT PRIMARY KEY,
     value INTEGER NOT NULL
