@@ -16,6 +16,8 @@ from crawlspace.ops.report import crawl_stats
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 HOSTS = 40
 PER_IP = 3
 SLOW = 0.05  # each answer takes this long, so requests would overlap if they could

@@ -23,6 +23,8 @@ from tests.redis_servers import RedisDeployment
 from tests.webs import stats_json
 from tests.workers import cli, crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 CONFIG = """
 [crawl]
 min_delay = 0.02

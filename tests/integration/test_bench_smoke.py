@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "crawl_vs_scrapy.py"
 
 

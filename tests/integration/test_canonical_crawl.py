@@ -10,10 +10,14 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 ARTICLES = 30
 CONFIG = (

@@ -13,6 +13,8 @@ from crawlspace.cli import build_parser, main
 from crawlspace.store.sqlite.store import SqliteStore
 from tests.webs import stats_json
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 # Should a bad input ever get through, the crawl must send nothing anywhere: a loopback URL the
 # address guard refuses (no --allow-net).
 SEED = "http://127.0.0.1:9/"

@@ -18,6 +18,8 @@ from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.faults import CRASH_EXIT_CODE
 from tests.webs import crawl_command, linked_pages
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 CONFIG = """
 [crawl]
 allow_nets = ["127.0.0.0/8"]

@@ -13,6 +13,8 @@ from crawlspace.demo.webfarm import LoggedRequest, WebFarm, html_site, max_concu
 from crawlspace.ops.export import iter_records
 from tests.webs import crawl_command, linked_pages, site_with_robots, slow_site, status_site
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 MIN_DELAY = 0.1
 CLOCK_SLACK = 0.01
 FACTOR = 10.0

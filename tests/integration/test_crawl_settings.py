@@ -6,10 +6,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import WebFarm, html_site
 from tests.redis_servers import start_single
 from tests.webs import linked_pages
 from tests.workers import cli
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 PAGES = 12
 

@@ -19,6 +19,8 @@ from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import run_and_close, stats_json
 from tests.workers import crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 VARIANTS = 12
 NEAR = 4
 

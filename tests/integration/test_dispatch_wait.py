@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import WebFarm
 from tests.webs import slow_site
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 DELAY = 0.4  # each page answers this late: the single slot stays taken
 

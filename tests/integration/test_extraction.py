@@ -13,9 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import WebFarm, html_site
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}  # the hooks' module, tests/extract_hooks.py

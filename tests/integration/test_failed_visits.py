@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
 from crawlspace.crawl.setup import fetch_settings
@@ -21,6 +23,8 @@ from crawlspace.fetch.aiohttp_transport import AiohttpTransport
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.parse.processors import process_html
 from tests.webs import linked_pages, run_and_close
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 MIN_DELAY = 0.2
 MAX_ATTEMPTS = 3

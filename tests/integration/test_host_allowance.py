@@ -13,12 +13,16 @@ import subprocess
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.request_log import LoggedRequest
 from crawlspace.demo.webfarm import Site, WebFarm, html
 from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment
 from tests.trapweb import WORDS
 from tests.workers import cli, crawl_with_workers
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 PAGES = 30
 GAP = 0.05

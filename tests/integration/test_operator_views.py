@@ -34,6 +34,8 @@ from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import crawl_stats
 from tests.webs import linked_pages, slow_site
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 # The budgets the dashboard lists under "Traps and demotions" (dashboard/static/dashboard.js).
 TRAP_REASONS = (
     "depth",

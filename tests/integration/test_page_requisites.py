@@ -9,12 +9,16 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.sites import Response, html_site
 from crawlspace.demo.webfarm import WebFarm
 from crawlspace.ops.export import iter_records
 from tests.integration.test_warc_revisits import _pywb_bin, _replay
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, workers_urls
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 CSS = b"""@import "/theme/print.css";
 /* url(/theme/commented-out.png) is never fetched */

@@ -12,10 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import WebFarm, html_site
 from crawlspace.ops.export import iter_records
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, workers_urls
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 # ~4 MB of links: the walk over them and their admission take a worker seconds of CPU.
 BOMB = "<html><body>" + "".join(f'<a href="/x{i}">x</a>' for i in range(200_000)) + "</body></html>"

@@ -25,6 +25,8 @@ from crawlspace.crawl.stages import StagePools
 from crawlspace.errors import ParseBudgetError, ParseCrashedError, ParseMemoryError
 from crawlspace.parse.processors import process_html
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 
 def _echo(value: int, delay: float = 0.0) -> tuple[int, int]:
     time.sleep(delay)

@@ -16,6 +16,8 @@ from crawlspace.ops.export import iter_records
 from tests.redis_servers import RedisDeployment, start_single
 from tests.workers import cli
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 PAGES = {
     "/": '<html><body><a href="/a.html">a</a> <a href="/b.html">b</a></body></html>',
     "/a.html": '<html><body><a href="/">home</a></body></html>',

@@ -25,6 +25,8 @@ from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment
 from tests.workers import crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 STATIC = ["/a.html", "/b.html", "/c.html"]
 LAST_MODIFIED = "Wed, 01 Jan 2025 00:00:00 GMT"
 

@@ -55,6 +55,8 @@ from crawlspace.urls import host_key as host_key_of
 from tests.redis_servers import RedisDeployment, start_cluster, start_single, wait_cluster_ok
 from tests.webs import linked_pages
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 BUCKETS = 64
 PAGES = 8
 SITES = ("a", "b", "c", "r")

@@ -13,11 +13,15 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.request_log import LoggedRequest
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 LINKED_FOR = 1.0  # seconds the home page links /dropped.html after its first visit
 MAX_INTERVAL = 0.5

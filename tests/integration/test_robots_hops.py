@@ -25,6 +25,8 @@ from tests.integration.test_crawl_politeness import assert_polite
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 MIN_DELAY = 0.2
 SITES = [f"s{i}" for i in range(8)]
 NAMES = ["hub", *SITES]

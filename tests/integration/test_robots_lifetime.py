@@ -17,6 +17,8 @@ from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import LoggedRequest, Response, RouteFn, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 MAX_AGE = 1.0
 FLOOR = 0.5  # robots_min_cache_seconds: below the politeness gap would not show it
 GAP = 0.15  # min_delay: a chain of CHAIN pages with a late page each lasts ~2 * CHAIN * GAP

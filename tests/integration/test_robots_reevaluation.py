@@ -10,11 +10,15 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import LoggedRequest, Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from tests.integration.test_robots_lifetime import changing
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 CHAIN = 8  # deepest link at depth 8, under max_depth
 GAP = 0.15  # min_delay: the chain lasts well past the first robots.txt's one-second life

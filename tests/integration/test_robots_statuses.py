@@ -17,6 +17,8 @@ from crawlspace.demo.webfarm import Response, Site, WebFarm, html, robots_txt
 from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import crawl_stats
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 TOTAL_TIMEOUT = 0.5
 ROBOTS_ATTEMPTS = 2
 RULES = "User-agent: *\nDisallow: /private/\n"

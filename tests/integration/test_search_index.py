@@ -27,6 +27,8 @@ from tests.integration.test_index_feed import words
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers, kill_9_once
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 SETTINGS = (
     LOOPBACK_SETTINGS
     + """revisit_min_interval = 0.5

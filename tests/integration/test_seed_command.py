@@ -17,6 +17,8 @@ from crawlspace.store.redis.frontier import RedisFrontier, connect
 from tests.redis_servers import RedisDeployment, start_single
 from tests.workers import cli
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 LISTED = [f"/listed/{i}.html" for i in range(4)]  # linked from nowhere: only the sitemap has them
 
 

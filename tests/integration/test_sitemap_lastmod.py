@@ -10,8 +10,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from tests.integration.test_recrawl import crawl_continuously
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 PAGES = ("/a.html", "/b.html", "/c.html")
 SETTLE = 1.0  # after /a.html's first visit, the sitemap says it changed

@@ -18,6 +18,8 @@ from tests.redis_servers import RedisDeployment
 from tests.trapweb import TRAP_PREFIXES, build_sites, real_paths
 from tests.workers import cli, crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 TRAP_LIMIT = 60  # "tens of URLs": the sample window (20) and what was queued or in flight
 REASONS = {"news": "trap_template", "shop": "trap_facets", "docs": "trap_loop"}
 FAMILIES = {"news": "/calendar/", "shop": "/shop?", "docs": "/loop/"}

@@ -6,11 +6,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.ops.report import crawl_stats
 from tests.webs import linked_pages
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 NORMAL_PAGES = 30
 TEMPLATE_CAP = 35  # above the normal site's 30 numbered pages (/p{n}.html)

@@ -14,11 +14,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import Response, Site, WebFarm, html
 from crawlspace.ops.export import iter_records
 from tests.redis_servers import RedisDeployment
 from tests.trapweb import WORDS
 from tests.workers import cli, crawl_with_workers
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 PAGES = 40
 SEARCHES = 6

@@ -26,6 +26,8 @@ from tests.integration.test_index_feed import SETTINGS, words
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 # One body under two URLs, long enough to be worth a revisit (and different from every other).
 SHARED = "<html><body><p>" + " ".join([words("/shared")] * 20) + "</p></body></html>"

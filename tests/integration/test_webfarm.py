@@ -36,6 +36,8 @@ from crawlspace.demo.webfarm import (
     normalize_lookup_path,
 )
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 _HREF = re.compile(r'<a href="([^"]*)"( rel="([^"]*)")?')
 
 

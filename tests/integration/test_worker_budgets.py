@@ -16,6 +16,8 @@ from tests.redis_servers import RedisDeployment, start_single
 from tests.webs import linked_pages, slow_site
 from tests.workers import crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 SITES = 10
 PAGES = 10
 MAX_PAGES = 30

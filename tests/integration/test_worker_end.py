@@ -9,9 +9,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from crawlspace.demo.webfarm import WebFarm, html_site
 from tests.redis_servers import start_single
 from tests.workers import cli
+
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
 
 PAGES = 30
 WORKERS = 4

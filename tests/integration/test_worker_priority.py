@@ -13,6 +13,8 @@ from crawlspace.demo.webfarm import WebFarm, html_site
 from tests.redis_servers import RedisDeployment, start_single
 from tests.workers import cli, crawl_with_workers
 
+pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+
 
 def page(title: str, links: list[str]) -> str:
     anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
