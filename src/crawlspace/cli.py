@@ -105,12 +105,19 @@ def _start_beside(args: argparse.Namespace, stack: contextlib.ExitStack) -> None
     if args.dashboard:
         from crawlspace.dashboard.data import SharedFrontier
         from crawlspace.dashboard.server import DashboardServer
+        from crawlspace.store.redis.frontier import connect
 
         port = DEFAULT_DASHBOARD_PORT if args.dashboard_port is None else args.dashboard_port
+        from crawlspace.store.control import CONTROL_FILE, CrawlControl, FileControl, RedisControl
+
         shared = None
-        if getattr(args, "frontier", None):  # a worker's: the crawl's figures
+        control: CrawlControl = FileControl(args.out / CONTROL_FILE)
+        if getattr(args, "frontier", None):  # a worker's: the crawl's figures and commands
             shared = SharedFrontier(args.frontier, args.namespace, args.buckets)
-        dashboard = stack.enter_context(DashboardServer(args.out, port, frontier=shared))
+            control = RedisControl(connect(args.frontier), args.namespace)
+        stack.callback(control.close)
+        dashboard = DashboardServer(args.out, port, frontier=shared, control=control)
+        stack.enter_context(dashboard)
         print(f"dashboard at {dashboard.url}", file=sys.stderr, flush=True)
     if args.index:
         from crawlspace.ops.indexer import following_index

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawlspace.archive.recovery import RecoveredFile, recover_open_files, response_offsets
-from crawlspace.archive.warc import WarcWriter
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
@@ -37,10 +35,11 @@ from crawlspace.crawl.setup import (
     lift_exclusions,
     link_discovery,
     open_sqlite_store,
+    open_warc,
     settle_settings,
-    warcinfo_fields,
 )
 from crawlspace.crawl.stages import StagePools
+from crawlspace.crawl.steering import Steering
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import VisitParts
 from crawlspace.discovery.links import UrlFilter
@@ -53,7 +52,6 @@ from crawlspace.records import Lease
 from crawlspace.store.base import Store
 from crawlspace.telemetry import Telemetry
 from crawlspace.telemetry.crawl_log import CrawlLog, fetch_log
-from crawlspace.version import __version__
 
 __all__ = ["CrawlSummary", "Crawler", "frontier_limits"]
 
@@ -134,6 +132,7 @@ class Crawler:
                 self._lock.release()
                 raise
         self.extractor = extractor
+        self._store_factory = store_factory
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
             self.store = store_factory(self.out_dir / "crawl.db")
         else:
@@ -239,17 +238,7 @@ class Crawler:
         self.add_sitemaps(self.config.sitemaps)
         if recovered:
             log.info("returned %d leases of an earlier run to their queues", recovered)
-        warc_dir = self.out_dir / "warc"
-        for fixed in recover_open_files(warc_dir):
-            log.info("recovered WARC file %s", fixed)
-            self._count_unreferenced(fixed)
-        warc = WarcWriter(
-            warc_dir,
-            max_bytes=self.config.warc_max_bytes,
-            software=f"crawlspace/{__version__}",
-            operator_info=warcinfo_fields(self.config, self.out_dir),
-            compress_level=self.config.warc_gzip_level,
-        )
+        warc = open_warc(self.config, self.out_dir, self.store)  # an earlier run's repaired
         transport = self._transport or self._default_transport()
         pools = StagePools(
             self.config.parse_workers,
@@ -278,8 +267,10 @@ class Crawler:
         self.leases.crawl_log = CrawlLog(self.out_dir / "crawl.log", echo=_echoes(progress))
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
+        # The dashboard's commands (crawl/steering.py); a worker joining stays paused.
+        steering = Steering(self.store.control(), clear_pause=self._store_factory is None)
         try:
-            await self._dispatch(visitor, started, progress)
+            await self._dispatch(visitor, started, progress, steering)
             if progress is not None:
                 progress.update(self, 0, final=True)  # type: ignore[attr-defined]
         finally:
@@ -291,6 +282,7 @@ class Crawler:
             if self._transport is None:
                 await transport.close()
             pools.close()
+            steering.close()
             warc.close()
             self.leases.crawl_log.close()
             self.leases.crawl_log = None
@@ -313,20 +305,6 @@ class Crawler:
             },
         )
 
-    def _count_unreferenced(self, fixed: RecoveredFile) -> None:
-        """Responses archived by a run that died before committing them stay in the WARC (they
-        are complete records, harmless to readers); count them so an operator can see them.
-        Retried attempts and robots.txt fetches are also archived without a fetch row."""
-        if fixed.deleted or fixed.error is not None:
-            return
-        referenced = self.store.warc_offsets(fixed.path.name)
-        unreferenced = sum(1 for o in response_offsets(fixed.path) if o not in referenced)
-        self.store.bump_counters(
-            {"warc.recovered_files": 1, "warc.unreferenced_records": unreferenced}
-        )
-        if unreferenced:
-            log.info("%s: %d response records without a fetch row", fixed.path.name, unreferenced)
-
     def _default_transport(self) -> Transport:
         from crawlspace.fetch.aiohttp_transport import AiohttpTransport
 
@@ -346,7 +324,9 @@ class Crawler:
             self._abandon = True
         self.request_stop(signal.Signals(sig).name.lower())
 
-    async def _dispatch(self, visitor: Visitor, started: float, progress: object | None) -> None:
+    async def _dispatch(
+        self, visitor: Visitor, started: float, progress: object | None, steering: Steering
+    ) -> None:
         config = self.config
         tasks: dict[asyncio.Task[None], Lease] = {}
         self._abandon = False
@@ -358,6 +338,9 @@ class Crawler:
                 self.request_stop("duration")
             if self._budget.reached is not None:
                 self.request_stop(self._budget.reached)
+            steering.poll(
+                time.monotonic(), add_seeds=self.add_seeds, request_stop=self.request_stop
+            )
             if self._stop_reason is not None:
                 break
             if now - last_expire >= min(EXPIRE_EVERY, config.lease_seconds / 4):
@@ -367,7 +350,7 @@ class Crawler:
             if config.continuous and now - last_promote >= PROMOTE_EVERY:
                 self.store.promote_due(now)  # due revisits join their host queues
                 last_promote = now
-            free = self._budget.reserve(config.concurrency - len(tasks))
+            free = 0 if steering.paused else self._budget.reserve(config.concurrency - len(tasks))
             leases = self.store.lease(now, free, config.lease_seconds) if free > 0 else []
             self._budget.granted(leases, free)
             for lease in leases:

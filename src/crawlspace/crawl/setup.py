@@ -14,6 +14,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from crawlspace.archive.recovery import RecoveredFile, recover_open_files, response_offsets
+from crawlspace.archive.warc import WarcWriter
 from crawlspace.bands import FrontQueues
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.settings import (
@@ -44,6 +46,7 @@ from crawlspace.limits import AddressPolicy
 from crawlspace.store.base import FrontierLimits, Store
 from crawlspace.store.sqlite.readonly import read_meta
 from crawlspace.store.sqlite.store import SqliteStore
+from crawlspace.version import __version__
 
 log = logging.getLogger("crawlspace.crawl")
 # crawl.db meta: the settings the crawl started with (crawl/settings.py).
@@ -255,3 +258,32 @@ class OutDirLock:
         with contextlib.suppress(OSError):
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
+
+
+def open_warc(config: CrawlConfig, out_dir: Path, store: Store) -> WarcWriter:
+    """The crawl's WARC writer, after repairing what an earlier run left open (archive/
+    recovery.py)."""
+    warc_dir = out_dir / "warc"
+    for fixed in recover_open_files(warc_dir):
+        log.info("recovered WARC file %s", fixed)
+        _count_unreferenced(store, fixed)
+    return WarcWriter(
+        warc_dir,
+        max_bytes=config.warc_max_bytes,
+        software=f"crawlspace/{__version__}",
+        operator_info=warcinfo_fields(config, out_dir),
+        compress_level=config.warc_gzip_level,
+    )
+
+
+def _count_unreferenced(store: Store, fixed: RecoveredFile) -> None:
+    """Responses archived by a run that died before committing them stay in the WARC (they
+    are complete records, harmless to readers); count them so an operator can see them.
+    Retried attempts and robots.txt fetches are also archived without a fetch row."""
+    if fixed.deleted or fixed.error is not None:
+        return
+    referenced = store.warc_offsets(fixed.path.name)
+    unreferenced = sum(1 for o in response_offsets(fixed.path) if o not in referenced)
+    store.bump_counters({"warc.recovered_files": 1, "warc.unreferenced_records": unreferenced})
+    if unreferenced:
+        log.info("%s: %d response records without a fetch row", fixed.path.name, unreferenced)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from importlib.resources import files
 from typing import Any
@@ -24,8 +25,12 @@ def _template() -> str:
     return files("crawlspace.dashboard").joinpath("static", "page.html").read_text(encoding="utf-8")
 
 
-def served_page() -> str:
+def served_page(token: str | None = None) -> str:
+    """The page the dashboard serves; ``token`` (when it steers a crawl) goes in a meta tag the
+    page's script sends back with each command."""
     head = "".join(f'<link rel="stylesheet" href="static/{n}">' for n in STYLES)
+    if token is not None:
+        head += f'<meta name="crawlspace-token" content="{html.escape(token)}">'
     scripts = "".join(f'<script src="static/{n}"></script>' for n in SCRIPTS)
     return _template().replace("<!--HEAD-->", head).replace("<!--SCRIPTS-->", scripts)
 

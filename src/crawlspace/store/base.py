@@ -14,6 +14,7 @@ from crawlspace.bands import FrontQueues
 from crawlspace.limits import AddressPolicy
 from crawlspace.plans import CashRule, Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, StoredCapture, UrlCandidate
+from crawlspace.store.control import CrawlControl
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +251,10 @@ class Store(Frontier, CrawlRecordsView, Protocol):
     def queued(self) -> int: ...
 
     def ready_hosts(self, now: float) -> int: ...
+
+    def control(self) -> CrawlControl:
+        """Where the operator's commands to the running crawl arrive (store/control.py)."""
+        ...
 
     def capture_log(self) -> CaptureLog | None:
         """Where the workers of a shared frontier tell each other what they archived (None:

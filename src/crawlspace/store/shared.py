@@ -23,6 +23,7 @@ from pathlib import Path
 from crawlspace.plans import NO_PLAN, ContentVerdict, Judgement, Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult
+from crawlspace.store.control import RedisControl
 from crawlspace.store.redis.captures import RedisCaptureLog
 from crawlspace.store.redis.content import RedisContentIndex
 from crawlspace.store.redis.frontier import RedisFrontier
@@ -168,6 +169,9 @@ class SharedStore(RecordsDelegate):
 
     def ready_hosts(self, now: float) -> int:
         return self.frontier.ready_hosts(now)
+
+    def control(self) -> RedisControl:
+        return RedisControl(self.frontier.client, self.frontier.namespace)
 
     def capture_log(self) -> RedisCaptureLog | None:
         return self.captures

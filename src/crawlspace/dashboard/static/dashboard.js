@@ -192,11 +192,45 @@
     renderHosts(snap.hosts);
     renderErrors(snap.errors);
     renderTraps(snap.summary);
+    if (snap.control) { renderSteering(snap.control); }
     updates += 1;
     document.body.dataset.updates = String(updates);
     document.body.dataset.pages = String(snap.summary.pages);
     $("status").textContent = (embedded ? "report of a crawl; " : "live, refreshed " + new Date().toLocaleTimeString() + "; ") +
       s.ts.length + " samples" + (ended ? "; last run ended " + fmtTime(Number(ended)) : "");
+  }
+
+  // Steering (a served dashboard that steers its crawl: the page holds its token).
+  var tokenMeta = document.querySelector('meta[name="crawlspace-token"]');
+  function renderSteering(control) {
+    $("steer").hidden = false;
+    document.body.dataset.paused = String(Boolean(control.paused));
+    $("pause").disabled = Boolean(control.paused);
+    $("resume").disabled = !control.paused;
+  }
+  function command(body) {
+    return fetch("api/control", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Crawlspace-Token": tokenMeta.content },
+      body: JSON.stringify(body)
+    }).then(function (r) {
+      return r.text().then(function (text) {
+        $("steer-said").textContent = r.ok ? "sent: " + body.command : text.trim();
+        return r.ok;
+      });
+    }).catch(function (err) { $("steer-said").textContent = String(err); return false; });
+  }
+  if (tokenMeta && !embedded) {
+    $("pause").addEventListener("click", function () { command({ command: "pause" }); });
+    $("resume").addEventListener("click", function () { command({ command: "resume" }); });
+    $("stop").addEventListener("click", function () { command({ command: "stop" }); });
+    $("add-seeds").addEventListener("click", function () {
+      var seeds = $("seeds").value.split("\n").map(function (s) { return s.trim(); })
+        .filter(function (s) { return s.length > 0; });
+      command({ command: "seeds", seeds: seeds }).then(function (ok) {
+        if (ok) { $("seeds").value = ""; }
+      });
+    });
   }
 
   function poll() {

@@ -20,6 +20,7 @@ from crawlspace.lifecycle import ROBOTS_EXCLUSIONS
 from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
+from crawlspace.store.control import CONTROL_FILE, FileControl
 from crawlspace.store.memory.addresses import AddressTokens
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
@@ -396,6 +397,9 @@ class SqliteStore(RecordsDelegate):
     def ready_hosts(self, now: float) -> int:
         row = self._db.execute("SELECT COUNT(*) FROM hosts WHERE ready_at <= ?", (now,)).fetchone()
         return int(row[0])
+
+    def control(self) -> FileControl:
+        return FileControl(Path(self.path).parent / CONTROL_FILE)
 
     def capture_log(self) -> None:
         return None  # one process: its captures are all in its own memory
