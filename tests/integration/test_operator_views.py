@@ -53,6 +53,14 @@ TRAP_REASONS = (
     "equivalent_url",
 )
 
+PLOTS = (
+    "plot-rate",
+    "plot-queued",
+    "plot-discovery",
+    "plot-bytes",
+    "plot-inflight",
+    "plot-errors",
+)
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -337,9 +345,23 @@ def test_dashboard_renders_plots_and_sorts_hosts(finished: Path, browser: Any) -
     with DashboardServer(finished) as server:
         page, problems = _open(browser, server.url)
         page.wait_for_function("Number(document.body.dataset.updates || 0) >= 1", timeout=10_000)
-        for plot in ("plot-rate", "plot-queued", "plot-discovery"):
+        for plot in PLOTS:
             assert page.locator(f"#{plot} canvas").count() == 1
             assert int(page.get_attribute(f"#{plot}", "data-points") or 0) >= 10
+        # The rates are the cumulative samples' change over each interval.
+        with sqlite3.connect(finished / "crawl.db") as db:
+            rows = db.execute("SELECT ts, bytes, errors, in_flight FROM samples ORDER BY ts")
+            ts, nbytes, errors, in_flight = zip(*rows.fetchall(), strict=True)
+        for plot, totals in (("plot-bytes", nbytes), ("plot-errors", errors)):
+            peak = max(
+                (totals[i] - totals[i - 1]) / (ts[i] - ts[i - 1])
+                for i in range(1, len(ts))
+                if ts[i] > ts[i - 1]
+            )
+            shown = float(page.get_attribute(f"#{plot}", "data-peak") or "nan")
+            assert shown == pytest.approx(peak, rel=1e-6)
+            assert peak > 0
+        assert float(page.get_attribute("#plot-inflight", "data-peak") or 0) == max(in_flight)
         hosts = page.locator("#hosts tbody tr")
         assert hosts.count() == 3
 
@@ -394,7 +416,7 @@ def test_report_is_self_contained_and_opens_offline(finished: Path, browser: Any
     page.goto(report.as_uri())
     page.wait_for_function("Number(document.body.dataset.updates || 0) >= 1", timeout=10_000)
     assert [u for u in requests if not u.startswith("file:")] == []
-    for plot in ("plot-rate", "plot-queued", "plot-discovery"):
+    for plot in PLOTS:
         assert page.locator(f"#{plot} canvas").count() == 1
     assert page.locator("#hosts tbody tr").count() == 3
     assert problems == []

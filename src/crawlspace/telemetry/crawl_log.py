@@ -6,7 +6,8 @@ A line is space-separated columns, ``-`` for none:
     2026-12-06T19:20:01.123Z 200 13456 http://example.org/a L text/html 12 fetched -
 
 time the visit ended (UTC), HTTP status, body bytes, URL, how it was found (S seed, L link,
-R redirect, M sitemap, E a sitemap's entry, P robots.txt), content type, fetch milliseconds,
+R redirect, M sitemap, E a sitemap's entry, I a page's requisite (what it embeds), A a
+parent directory (path_ascending), P robots.txt), content type, fetch milliseconds,
 how the visit ended (fetched, redirected, not_modified, excluded, failed, queued: tried again
 later) and why (the reason the crawl records, e.g. robots, blocked_address, timeout). A visit
 that sent nothing (excluded before its fetch) has no status. Lines are written through a buffer
@@ -27,7 +28,15 @@ from crawlspace.records import Completion, Lease, RobotsRecord
 __all__ = ["CrawlLog"]
 
 FLUSH_SECONDS = 1.0
-_HOPS = {"seed": "S", "link": "L", "redirect": "R", "sitemap": "M", "sitemap_entry": "E"}
+_HOPS = {
+    "seed": "S",
+    "link": "L",
+    "redirect": "R",
+    "sitemap": "M",
+    "sitemap_entry": "E",
+    "requisite": "I",
+    "ascend": "A",
+}
 fetch_log = logging.getLogger("crawlspace.fetch")
 
 

@@ -54,6 +54,14 @@
     }));
   }
 
+  // A cumulative series as a rate: its change between two samples over their interval.
+  function perSecond(ts, totals) {
+    return totals.map(function (v, i) {
+      if (i === 0 || v === null || totals[i - 1] === null || ts[i] <= ts[i - 1]) { return null; }
+      return Math.max(0, (v - totals[i - 1]) / (ts[i] - ts[i - 1]));
+    });
+  }
+
   function renderPlot(id, xs, ys, label, color) {
     var target = $(id);
     var data = [xs, ys.map(function (v) { return v === null ? null : Number(v); })];
@@ -68,6 +76,8 @@
       plots[id].setData(data);
     }
     target.dataset.points = String(xs.length);
+    var values = data[1].filter(function (v) { return v !== null && isFinite(v); });
+    target.dataset.peak = values.length ? String(Math.max.apply(null, values)) : "";
   }
 
   function renderStatus(statuses) {
@@ -188,6 +198,9 @@
     renderPlot("plot-rate", s.ts, s.pages_per_s, "pages/s", "#4a78c2");
     renderPlot("plot-queued", s.ts, s.queued, "queued", "#2b9348");
     renderPlot("plot-discovery", s.ts, s.discovery_ratio, "new URLs / page", "#c2552f");
+    renderPlot("plot-bytes", s.ts, perSecond(s.ts, s.bytes), "bytes/s", "#7b4ab8");
+    renderPlot("plot-inflight", s.ts, s.in_flight, "in flight", "#3a8fa3");
+    renderPlot("plot-errors", s.ts, perSecond(s.ts, s.errors), "errors/s", "#c23030");
     renderStatus(snap.summary.statuses);
     renderHosts(snap.hosts);
     renderErrors(snap.errors);
