@@ -94,6 +94,12 @@ def test_a_page_and_what_it_embeds_are_archived_and_replay_together(tmp_path: Pa
         assert urls[path]["state"] == "fetched"
     fetched = {r["url"].removeprefix(base) for r in iter_records(out, "fetches")}
     assert set(EMBEDS) <= fetched
+    hops = {
+        line.split()[3].removeprefix(base): line.split()[4]
+        for line in (out / "crawl.log").read_text().splitlines()
+    }
+    assert {hops[path] for path in EMBEDS} == {"I"}  # crawl.log: found as a requisite
+    assert hops["/next.html"] == "L"
     bin_dir = _pywb_bin()
     if bin_dir is None:
         return  # (the replay needs pywb: .ci/run installs it)
