@@ -60,6 +60,8 @@ PLOTS = (
     "plot-bytes",
     "plot-inflight",
     "plot-errors",
+    "plot-latency",
+    "plot-classes",
 )
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -362,6 +364,16 @@ def test_dashboard_renders_plots_and_sorts_hosts(finished: Path, browser: Any) -
             assert shown == pytest.approx(peak, rel=1e-6)
             assert peak > 0
         assert float(page.get_attribute("#plot-inflight", "data-peak") or 0) == max(in_flight)
+        with sqlite3.connect(finished / "crawl.db") as db:
+            p95 = max(r[0] for r in db.execute("SELECT latency_p95_ms FROM samples") if r[0])
+            classes = db.execute(
+                "SELECT status_2xx, status_4xx FROM samples ORDER BY ts DESC LIMIT 1"
+            ).fetchone()
+            statuses = dict(db.execute("SELECT status / 100, COUNT(*) FROM fetches GROUP BY 1"))
+        # The slow host's pages take SLOW seconds: its fetch times are in the p95 line.
+        assert p95 >= SLOW * 1000 * 0.9
+        assert float(page.get_attribute("#plot-latency", "data-peak") or 0) == p95
+        assert classes == (statuses[2], statuses[4])  # the last sample's totals are the crawl's
         hosts = page.locator("#hosts tbody tr")
         assert hosts.count() == 3
 

@@ -31,6 +31,12 @@ SAMPLE_COLUMNS = (
     "errors",
     "bytes",
     "duplicates",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "status_2xx",
+    "status_3xx",
+    "status_4xx",
+    "status_5xx",
 )
 
 
@@ -39,9 +45,12 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
 
 
 def samples(db: sqlite3.Connection) -> dict[str, list[Any]]:
-    if "ts" not in _columns(db, "samples"):
+    have = _columns(db, "samples")
+    if "ts" not in have:
         return {name: [] for name in SAMPLE_COLUMNS}
-    rows = db.execute(f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM samples ORDER BY ts").fetchall()
+    # A crawl.db from before a column was added (opened read-only here): NULL for it.
+    picked = ", ".join(name if name in have else f"NULL AS {name}" for name in SAMPLE_COLUMNS)
+    rows = db.execute(f"SELECT {picked} FROM samples ORDER BY ts").fetchall()
     if len(rows) > MAX_POINTS:
         step = len(rows) / MAX_POINTS
         rows = [rows[int(i * step)] for i in range(MAX_POINTS - 1)] + [rows[-1]]

@@ -28,6 +28,8 @@ log = logging.getLogger("crawlspace.telemetry")
 
 # Distinct page texts the duplicate count is exact for (at 0.1% false positives).
 TEXTS_EXPECTED = 4_000_000
+# Fetch times kept for one sample's latency percentiles, at most.
+MAX_DURATIONS = 20_000
 
 
 def _is_error(completion: Completion) -> bool:
@@ -72,6 +74,11 @@ class Telemetry:
         # its false positives make the count of this gauge drift up by a few percent.
         self._texts = Bloom(TEXTS_EXPECTED, 0.001)
         self.duplicates = 0
+        # Fetch times (ms) since the last sample, for its latency percentiles (at most
+        # MAX_DURATIONS a sample: the first ones stand for the rest), and responses by status
+        # class (2xx .. 5xx) so far.
+        self._durations: list[float] = []
+        self.statuses = [0, 0, 0, 0]
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -84,6 +91,10 @@ class Telemetry:
         if fetch is not None:
             self.pages += 1
             self.bytes += fetch.bytes
+            if len(self._durations) < MAX_DURATIONS:
+                self._durations.append(fetch.duration_ms)
+            if 2 <= fetch.status // 100 <= 5:
+                self.statuses[fetch.status // 100 - 2] += 1
             if fetch.text_sha256 is not None:
                 self._count_text(fetch.text_sha256)
         if _is_error(completion):
@@ -162,6 +173,11 @@ class Telemetry:
                 "SELECT text_sha256 FROM fetches WHERE text_sha256 IS NOT NULL"
             ):
                 self._count_text(text)
+            for status_class, count in db.execute(
+                "SELECT status / 100, COUNT(*) FROM fetches WHERE status BETWEEN 200 AND 599"
+                " GROUP BY 1"
+            ):
+                self.statuses[int(status_class) - 2] += int(count)
         finally:
             db.close()
         self.pages += int(pages)
@@ -204,7 +220,10 @@ class Telemetry:
             "errors": self.errors,
             "bytes": self.bytes,
             "duplicates": self.duplicates,
+            **_latencies(self._durations),
+            **{f"status_{n}xx": count for n, count in zip(range(2, 6), self.statuses, strict=True)},
         }
+        self._durations = []
         self.store.record_sample(row)
         if self.metrics is not None:
             self._update_gauges(row, robots)
@@ -224,3 +243,15 @@ class Telemetry:
         m.duplicate_ratio.set(self.duplicates / self.html_pages if self.html_pages else 0.0)
         for outcome in ("rules", "allow_all", "disallow_all", *robots):
             m.robots.labels(outcome).set(robots.get(outcome, 0))
+
+
+def _latencies(durations: list[float]) -> dict[str, float | None]:
+    """The median and 95th percentile of ``durations`` (nearest rank); None without any."""
+    if not durations:
+        return {"latency_p50_ms": None, "latency_p95_ms": None}
+    ordered = sorted(durations)
+    last = len(ordered) - 1
+    return {
+        "latency_p50_ms": ordered[round(0.50 * last)],
+        "latency_p95_ms": ordered[round(0.95 * last)],
+    }

@@ -54,6 +54,9 @@
     }));
   }
 
+  // A sampled column, or nulls where a crawl.db from before it has none.
+  function col(s, name) { return s[name] || s.ts.map(function () { return null; }); }
+
   // A cumulative series as a rate: its change between two samples over their interval.
   function perSecond(ts, totals) {
     return totals.map(function (v, i) {
@@ -63,14 +66,22 @@
   }
 
   function renderPlot(id, xs, ys, label, color) {
+    renderLines(id, xs, [[ys, label, color]]);
+  }
+
+  // Several series on one chart: [[values, label, color], ...]; data-peak is the first's.
+  function renderLines(id, xs, lines) {
     var target = $(id);
-    var data = [xs, ys.map(function (v) { return v === null ? null : Number(v); })];
+    var data = [xs].concat(lines.map(function (line) {
+      return line[0].map(function (v) { return v === null || v === undefined ? null : Number(v); });
+    }));
     if (!plots[id]) {
+      var series = [{}].concat(lines.map(function (line) {
+        return { label: line[1], stroke: line[2], width: 2, fill: lines.length === 1 ? line[2] + "22" : undefined, spanGaps: true };
+      }));
       plots[id] = new uPlot({
-        width: 420, height: 200, legend: { show: false },
-        scales: { x: { time: true } },
-        series: [{}, { label: label, stroke: color, width: 2, fill: color + "22", spanGaps: true }],
-        axes: [{}, { size: 60 }]
+        width: 420, height: 200, legend: { show: lines.length > 1 },
+        scales: { x: { time: true } }, series: series, axes: [{}, { size: 60 }]
       }, data, target);
     } else {
       plots[id].setData(data);
@@ -201,6 +212,15 @@
     renderPlot("plot-bytes", s.ts, perSecond(s.ts, s.bytes), "bytes/s", "#7b4ab8");
     renderPlot("plot-inflight", s.ts, s.in_flight, "in flight", "#3a8fa3");
     renderPlot("plot-errors", s.ts, perSecond(s.ts, s.errors), "errors/s", "#c23030");
+    renderLines("plot-latency", s.ts, [
+      [col(s, "latency_p95_ms"), "p95", "#c2552f"], [col(s, "latency_p50_ms"), "p50", "#4a78c2"]
+    ]);
+    renderLines("plot-classes", s.ts, [
+      [perSecond(s.ts, col(s, "status_2xx")), "2xx", "#2b9348"],
+      [perSecond(s.ts, col(s, "status_3xx")), "3xx", "#8a8a8a"],
+      [perSecond(s.ts, col(s, "status_4xx")), "4xx", "#d9822b"],
+      [perSecond(s.ts, col(s, "status_5xx")), "5xx", "#c23030"]
+    ]);
     renderStatus(snap.summary.statuses);
     renderHosts(snap.hosts);
     renderErrors(snap.errors);

@@ -117,6 +117,10 @@ class CrawlRecords:
         for column, kind in added:
             if column not in have:
                 self.db.execute(f"ALTER TABLE urls ADD COLUMN {column} {kind}")
+        sampled = {row[1] for row in self.db.execute("PRAGMA table_info(samples)")}
+        for column, kind in SAMPLE_COLUMNS_ADDED:
+            if column not in sampled:
+                self.db.execute(f"ALTER TABLE samples ADD COLUMN {column} {kind}")
         # Only rows whose URL is not its own seen key are in it: a few, and the seen test
         # looks keys up here (store/sqlite/enqueue.py resolve_query_orders).
         self.db.execute(
@@ -307,6 +311,17 @@ def io_errors(path: str) -> Iterator[None]:
         yield
     except sqlite3.DatabaseError as exc:
         raise StoreIOError(f"{path}: {exc}") from exc
+
+
+# Columns of the samples table newer than some crawl.db files.
+SAMPLE_COLUMNS_ADDED = (
+    ("latency_p50_ms", "REAL"),
+    ("latency_p95_ms", "REAL"),
+    ("status_2xx", "INTEGER NOT NULL DEFAULT 0"),
+    ("status_3xx", "INTEGER NOT NULL DEFAULT 0"),
+    ("status_4xx", "INTEGER NOT NULL DEFAULT 0"),
+    ("status_5xx", "INTEGER NOT NULL DEFAULT 0"),
+)
 
 
 class RecordsDelegate:

@@ -239,6 +239,14 @@ CREATE TABLE IF NOT EXISTS samples (
     discovery_ratio REAL,
     errors          INTEGER NOT NULL,
     bytes           INTEGER NOT NULL,
-    duplicates      INTEGER NOT NULL DEFAULT 0
+    duplicates      INTEGER NOT NULL DEFAULT 0,
+    -- The fetch time of the responses since the sample before (ms), and responses by status
+    -- class so far (telemetry/sampler.py).
+    latency_p50_ms  REAL,
+    latency_p95_ms  REAL,
+    status_2xx      INTEGER NOT NULL DEFAULT 0,
+    status_3xx      INTEGER NOT NULL DEFAULT 0,
+    status_4xx      INTEGER NOT NULL DEFAULT 0,
+    status_5xx      INTEGER NOT NULL DEFAULT 0
 );
 """
