@@ -28,6 +28,22 @@ def _write(writer: WarcWriter, url: str, payload: bytes) -> WarcLocation:
     )
 
 
+def _revisit_of(writer: WarcWriter, first: WarcLocation) -> WarcLocation:
+    """http://a.test/two, written as a revisit of ``first`` (http://a.test/one's capture)."""
+    assert first.payload_digest is not None
+    return writer.write_revisit(
+        url="http://a.test/two",
+        request_headers=[],
+        status=200,
+        reason="OK",
+        response_headers=HEADERS,
+        payload_digest=first.payload_digest,
+        refers_to_url="http://a.test/one",
+        refers_to_date=1_700_000_000.0,
+        fetched_at=1_700_000_001.0,
+    )
+
+
 def test_a_response_reads_back_from_the_open_file_and_after_rotation(tmp_path: Path) -> None:
     payload = gzip.compress(BODY)
     writer = WarcWriter(tmp_path, software="test")
@@ -44,18 +60,7 @@ def test_a_response_reads_back_from_the_open_file_and_after_rotation(tmp_path: P
 def test_a_revisit_reads_the_payload_of_the_capture_it_repeats(tmp_path: Path) -> None:
     with WarcWriter(tmp_path, software="test") as writer:
         first = _write(writer, "http://a.test/one", BODY)
-        assert first.payload_digest is not None
-        again = writer.write_revisit(
-            url="http://a.test/two",
-            request_headers=[],
-            status=200,
-            reason="OK",
-            response_headers=HEADERS,
-            payload_digest=first.payload_digest,
-            refers_to_url="http://a.test/one",
-            refers_to_date=1_700_000_000.0,
-            fetched_at=1_700_000_001.0,
-        )
+        again = _revisit_of(writer, first)
     stored = read_response(tmp_path, again, earlier=first)
     assert (stored.url, stored.payload) == ("http://a.test/two", BODY)
     with pytest.raises(ArchiveReadError, match="revisit"):
@@ -79,18 +84,7 @@ def test_a_revisit_of_another_payload_or_of_another_workers_record_is_refused(
     with WarcWriter(tmp_path, software="test") as writer:
         first = _write(writer, "http://a.test/one", BODY)
         other = _write(writer, "http://a.test/other", BODY + b"<!-- changed -->")
-        assert first.payload_digest is not None
-        again = writer.write_revisit(
-            url="http://a.test/two",
-            request_headers=[],
-            status=200,
-            reason="OK",
-            response_headers=HEADERS,
-            payload_digest=first.payload_digest,
-            refers_to_url="http://a.test/one",
-            refers_to_date=1_700_000_000.0,
-            fetched_at=1_700_000_001.0,
-        )
+        again = _revisit_of(writer, first)
     with pytest.raises(ArchiveReadError, match="another payload"):
         read_response(tmp_path, again, earlier=other)
     elsewhere = WarcLocation("", 0, 0, None, first.payload_digest)  # another worker's capture
