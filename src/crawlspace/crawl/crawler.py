@@ -23,6 +23,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.capture_sharing import share_captures
+from crawlspace.crawl.idle import IdleCheck
 from crawlspace.crawl.leases import CrawlParts, LeaseRunner
 from crawlspace.crawl.parse_jobs import ParseLimits
 from crawlspace.crawl.settings import SettingChange
@@ -36,6 +37,7 @@ from crawlspace.crawl.setup import (
     link_discovery,
     open_sqlite_store,
     open_warc,
+    run_on_loop,
     settle_settings,
 )
 from crawlspace.crawl.stages import StagePools
@@ -51,7 +53,7 @@ from crawlspace.parse.processors import ContentProcessor, ProcessorRegistry
 from crawlspace.records import Lease
 from crawlspace.store.base import Store
 from crawlspace.telemetry import Telemetry
-from crawlspace.telemetry.crawl_log import CrawlLog, fetch_log
+from crawlspace.telemetry.crawl_log import CrawlLog, echoes
 
 __all__ = ["CrawlSummary", "Crawler", "frontier_limits"]
 
@@ -63,8 +65,6 @@ MAX_IDLE_WAIT = 0.5
 EXPIRE_EVERY = 5.0
 # How often --continuous moves due revisits into the queues (one indexed query when none is due).
 PROMOTE_EVERY = 0.2
-# A worker of a shared frontier stops only after finding the crawl idle this long apart.
-IDLE_CONFIRM = 0.25
 
 
 @dataclass
@@ -213,18 +213,7 @@ class Crawler:
         return self._run_loop(self.run_async(progress))
 
     def _run_loop(self, crawl: Coroutine[Any, Any, CrawlSummary]) -> CrawlSummary:
-        loop_factory = None
-        if self.config.event_loop == "uvloop":
-            try:
-                import uvloop  # optional: imported only when chosen
-            except ImportError:
-                crawl.close()
-                raise ConfigError(
-                    "event_loop = uvloop needs the uvloop package: pip install 'crawlspace[uvloop]'"
-                ) from None
-            loop_factory = uvloop.new_event_loop
-        with asyncio.Runner(loop_factory=loop_factory) as runner:
-            return runner.run(crawl)
+        return run_on_loop(crawl, self.config.event_loop)
 
     def request_stop(self, reason: str = "signal") -> None:
         if self._stop_reason is None:
@@ -264,7 +253,7 @@ class Crawler:
             sharing = asyncio.create_task(share_captures(parts.captures, capture_log))
             await asyncio.sleep(0)  # its first reading (the others' captures) before any fetch
         visitor = Visitor(parts)
-        self.leases.crawl_log = CrawlLog(self.out_dir / "crawl.log", echo=_echoes(progress))
+        self.leases.crawl_log = CrawlLog(self.out_dir / "crawl.log", echo=echoes(progress))
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
         # The dashboard's commands (crawl/steering.py); a worker joining stays paused.
@@ -330,7 +319,7 @@ class Crawler:
         config = self.config
         tasks: dict[asyncio.Task[None], Lease] = {}
         self._abandon = False
-        self._idle_since: tuple[float, tuple[int, int]] | None = None
+        idle_check = IdleCheck(self.store.crawl_progress)
         last_expire = last_promote = 0.0
         while True:
             now = self.clock.now()
@@ -368,11 +357,11 @@ class Crawler:
             # for them to complete or expire before calling the crawl done.
             idle = next_ready is None and not tasks and self.store.in_flight() == 0
             if idle and not config.continuous:  # --continuous waits for the next due revisit
-                if self._idle_confirmed():
+                if idle_check.confirmed():
                     self.request_stop("done")
                     break
             else:
-                self._idle_since = None
+                idle_check.busy()
             if next_ready is None or free <= 0:
                 # Every fetch slot taken: a ready host cannot be served before a task ends, and
                 # a task's end sets _wake (waiting for next_ready would poll every millisecond).
@@ -383,21 +372,6 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.001))
         await self._drain(tasks)
-
-    def _idle_confirmed(self) -> bool:
-        """Whether the crawl is over, once the loop found nothing queued or held. One process:
-        yes. A worker: only when it found so twice, ``IDLE_CONFIRM`` seconds apart, with the
-        crawl's pages and URLs unchanged between. Its two reads (nothing ready, no lease held)
-        are not one snapshot: another worker's completion landing between them, its lease
-        ended and its new URLs queued, looked like the end to a worker with nothing to do."""
-        progress = self.store.crawl_progress()
-        if progress is None:
-            return True
-        now = time.monotonic()
-        if self._idle_since is None or self._idle_since[1] != progress:
-            self._idle_since = (now, progress)
-            return False
-        return now - self._idle_since[0] >= IDLE_CONFIRM
 
     def _on_task_done(
         self, tasks: dict[asyncio.Task[None], Lease], task: asyncio.Task[None]
@@ -425,12 +399,3 @@ class Crawler:
     def close(self) -> None:
         self.store.close()
         self._lock.release()
-
-
-def _echoes(progress: object | None) -> bool:
-    """Whether each crawl.log line also goes to the log (INFO): not while a progress line is
-    drawn on a terminal, which it would scroll away, unless -v asked for everything."""
-    if not fetch_log.isEnabledFor(logging.INFO):
-        return False
-    drawn = bool(getattr(progress, "on_terminal", False))
-    return not drawn or fetch_log.isEnabledFor(logging.DEBUG)

@@ -7,12 +7,14 @@ the one place settings become policy objects: ``config.py`` holds values only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from crawlspace.archive.recovery import RecoveredFile, recover_open_files, response_offsets
 from crawlspace.archive.warc import WarcWriter
@@ -30,7 +32,7 @@ from crawlspace.dedup.seen import dedup_seen_filter
 from crawlspace.discovery.links import Discovery, EntryRules, UrlFilter
 from crawlspace.discovery.policy_normalize import UrlPolicy
 from crawlspace.discovery.scope import Scope
-from crawlspace.errors import OutputDirError
+from crawlspace.errors import ConfigError, OutputDirError
 from crawlspace.fetch.settings import FetchSettings
 from crawlspace.frontier.allowance import AllowancePolicy
 from crawlspace.frontier.aopic import Aopic
@@ -49,6 +51,7 @@ from crawlspace.store.sqlite.store import SqliteStore
 from crawlspace.version import __version__
 
 log = logging.getLogger("crawlspace.crawl")
+T = TypeVar("T")
 # crawl.db meta: the settings the crawl started with (crawl/settings.py).
 SETTINGS_KEY = "crawl_settings"
 
@@ -287,3 +290,20 @@ def _count_unreferenced(store: Store, fixed: RecoveredFile) -> None:
     store.bump_counters({"warc.recovered_files": 1, "warc.unreferenced_records": unreferenced})
     if unreferenced:
         log.info("%s: %d response records without a fetch row", fixed.path.name, unreferenced)
+
+
+def run_on_loop(crawl: Coroutine[Any, Any, T], event_loop: str) -> T:
+    """Run ``crawl`` to its end on a new event loop: asyncio's, or uvloop's when chosen (an
+    optional package: one line saying what to install when it is missing)."""
+    loop_factory = None
+    if event_loop == "uvloop":
+        try:
+            import uvloop  # optional: imported only when chosen
+        except ImportError:
+            crawl.close()
+            raise ConfigError(
+                "event_loop = uvloop needs the uvloop package: pip install 'crawlspace[uvloop]'"
+            ) from None
+        loop_factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(crawl)

@@ -25,7 +25,7 @@ from typing import IO
 from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord
 
-__all__ = ["CrawlLog"]
+__all__ = ["CrawlLog", "echoes", "fetch_log"]
 
 FLUSH_SECONDS = 1.0
 _HOPS = {
@@ -100,3 +100,12 @@ class CrawlLog:
 
     def close(self) -> None:
         self._file.close()
+
+
+def echoes(progress: object | None) -> bool:
+    """Whether each crawl.log line also goes to the log (INFO): not while a progress line is
+    drawn on a terminal, which it would scroll away, unless -v asked for everything."""
+    if not fetch_log.isEnabledFor(logging.INFO):
+        return False
+    drawn = bool(getattr(progress, "on_terminal", False))
+    return not drawn or fetch_log.isEnabledFor(logging.DEBUG)
