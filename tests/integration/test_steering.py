@@ -74,13 +74,18 @@ def test_pause_resume_seeds_and_stop_from_the_dashboard(tmp_path: Path, browser:
                 assert _post(url + "api/control", {"command": "stop"}, token) == 403
             page.click("#pause")
             page.wait_for_selector('body[data-paused="true"]', timeout=10_000)
-            time.sleep(1.0)  # what was in flight at the pause ends
+            # The crawl reads its commands every 0.5 s, between two turns of its dispatcher (at
+            # most 0.5 s apart); then what was in flight ends.
+            time.sleep(2.0)
             paused_at = len(farm.requests)
             time.sleep(1.5)
             assert len(farm.requests) == paused_at  # nothing sent while paused
             page.fill("#seeds", farm.url("extra", "/") + "\nnot a url")
             page.click("#add-seeds")
-            page.wait_for_function("document.getElementById('steer-said').textContent !== ''")
+            # (each command first says it is sending: the answer replaces that)
+            page.wait_for_function(
+                "document.getElementById('steer-said').textContent.includes('not a usable')"
+            )
             assert "not a usable http(s) URL" in page.inner_text("#steer-said")
             page.fill("#seeds", farm.url("extra", "/"))
             page.click("#add-seeds")
@@ -141,7 +146,7 @@ def test_every_worker_obeys_the_shared_crawls_commands(
         try:
             _until(lambda: len(farm.requests) >= 6)
             control.pause()
-            time.sleep(1.5)  # each worker reads it within 0.5 s; what was in flight ends
+            time.sleep(2.5)  # each worker reads it within ~1 s; what was in flight ends
             paused_at = len(farm.requests)
             time.sleep(1.5)
             assert len(farm.requests) == paused_at

@@ -242,6 +242,7 @@
     $("resume").disabled = !control.paused;
   }
   function command(body) {
+    $("steer-said").textContent = "sending: " + body.command;
     return fetch("api/control", {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Crawlspace-Token": tokenMeta.content },
