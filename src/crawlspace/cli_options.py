@@ -51,6 +51,13 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="minimum seconds between requests to one server address (default 0)",
     )
+    add(
+        "--max-rate",
+        type=float,
+        metavar="PER_SECOND",
+        help="at most this many requests started per second in all, every worker together"
+        " (default: no cap beyond politeness)",
+    )
     add("--concurrency", type=int, help="total fetches in flight")
     add("--duration", type=float, metavar="SECONDS", help="stop gracefully after this long")
     add(
@@ -163,6 +170,7 @@ def overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]
         "delay_factor": args.delay_factor,
         "max_in_flight_per_ip": args.max_in_flight_per_ip,
         "min_delay_per_ip": args.min_delay_per_ip,
+        "max_rate": args.max_rate,
         "concurrency": args.concurrency,
         "duration": args.duration,
         "continuous": True if args.continuous else None,

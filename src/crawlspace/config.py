@@ -47,6 +47,9 @@ class CrawlConfig:
     # names it serves, and the seconds between the end of one and the start of the next.
     max_in_flight_per_ip: int = 4
     min_delay_per_ip: float = 0.0
+    # Requests started per second in all, on every worker of a shared crawl together (limits.py
+    # RateCap); None: no cap beyond politeness.
+    max_rate: float | None = None
     concurrency: int = 32
     # Parse worker processes (crawl/stages.py): one per core this process may run on.
     parse_workers: int = dataclasses.field(default_factory=available_cores)

@@ -90,6 +90,7 @@ def _check_counts(config: Any) -> None:
         "max_pages_per_host_per_day",
         "max_bytes",
         "duration",
+        "max_rate",
     ):
         value = getattr(config, name)
         if value is not None and value <= 0:

@@ -27,6 +27,7 @@ FLAGS: Final = {
     "delay_factor": "--delay-factor F",
     "max_in_flight_per_ip": "--max-in-flight-per-ip N",
     "min_delay_per_ip": "--min-delay-per-ip SECONDS",
+    "max_rate": "--max-rate PER_SECOND",
     "concurrency": "--concurrency N",
     "duration": "--duration SECONDS",
     "continuous": "--continuous",
@@ -64,6 +65,8 @@ HELP: Final = {
     "max_in_flight_per_host": "requests in flight to one host at a time",
     "max_in_flight_per_ip": "requests in flight to one server address, whatever its host names",
     "min_delay_per_ip": "the shortest gap in seconds between two requests to one server address",
+    "max_rate": "requests started per second in all, every worker of a shared crawl together"
+    " (none: no cap beyond politeness)",
     "concurrency": "fetches in flight in all",
     "parse_workers": "parse worker processes",
     "parse_cpu_seconds": "CPU seconds one page's parse may use in a parse worker (0: no"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["BUSY_RETRY", "AddressPolicy", "token_retry_at"]
+__all__ = ["BUSY_RETRY", "AddressPolicy", "RateCap", "token_retry_at"]
 
 # How long a lease refused by a busy address waits before its host is tried again: long enough
 # not to spin on a crowded server, short against the politeness gaps that space each host.
@@ -41,3 +41,37 @@ def token_retry_at(now: float, next_allowed_at: float, busy: bool) -> float:
     """When a refused take of a token (an address's, or a host's outside its leases) may
     succeed: after the gap, or a short wait for a free token."""
     return max(next_allowed_at, now + BUSY_RETRY) if busy else next_allowed_at
+
+
+@dataclass(frozen=True, slots=True)
+class RateCap:
+    """At most ``per_second`` requests started per second, crawl-wide: on every worker of a
+    shared crawl together (0: no cap). Over politeness, never instead of it: a host's and an
+    address's gaps still hold, the cap only spaces the starts of all requests further.
+
+    The rule, the same on every engine (the embedded ones keep the next free start in memory; a
+    shared frontier in Redis, lua/rate.lua): a request asks for a start no later than
+    ``latest_start`` (its lease must still hold when it ends). Its start is the later of now and
+    the crawl's next free start; if that is no later than ``latest_start`` the start is taken and
+    the next free start moves one interval past it, else nothing is taken and the request is
+    refused (its lease goes back, its host tried again when a start could fit)."""
+
+    per_second: float = 0.0
+
+    @property
+    def interval(self) -> float:
+        return 1.0 / self.per_second if self.per_second > 0 else 0.0
+
+    def reserve(self, next_free: float, now: float, latest_start: float) -> tuple[float, float]:
+        """(the request's start, the crawl's next free start after this call): the start was
+        taken when it is no later than ``latest_start``; the next free start is then unchanged
+        otherwise."""
+        start = max(now, next_free)
+        if start > latest_start:
+            return start, next_free
+        return start, start + self.interval
+
+    def retry_at(self, start: float, now: float, latest_start: float) -> float:
+        """When a refused request's host may be tried again: when a lease as long as this one
+        could reach ``start``."""
+        return max(now, start - max(0.0, latest_start - now))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlspace.limits import BUSY_RETRY, AddressPolicy
+from crawlspace.limits import BUSY_RETRY, AddressPolicy, RateCap
 from crawlspace.records import LeaseKind
 from crawlspace.store.base import FrontierLimits
 from tests.conformance.conftest import LEASE_SECONDS, FrontierFactory, cand, robots_ok
@@ -69,3 +69,24 @@ def test_a_lease_given_back_for_a_busy_address_waits(make_frontier: FrontierFact
     assert frontier.lease(4.9, 10, LEASE_SECONDS) == []
     (b_again,) = frontier.lease(5.0, 10, LEASE_SECONDS)
     assert (b_again.kind, b_again.host_key) == (LeaseKind.ROBOTS, "http://b.example")
+
+
+def test_the_rate_cap_spaces_starts_crawl_wide(make_frontier: FrontierFactory) -> None:
+    """limits.py RateCap: one start per interval for every request of the crawl, whatever its
+    host or address; a start later than the request's lease allows is not taken."""
+    frontier = make_frontier(FrontierLimits(rate=RateCap(per_second=4.0)))
+    assert frontier.take_start(10.0, 40.0) == pytest.approx(10.0)
+    assert frontier.take_start(10.0, 40.0) == pytest.approx(10.25)
+    assert frontier.take_start(10.1, 40.0) == pytest.approx(10.5)
+    # Too late for this request's lease: refused, and the next start stays where it was.
+    assert frontier.take_start(10.1, 10.6) == pytest.approx(10.75)
+    assert frontier.take_start(10.1, 10.8) == pytest.approx(10.75)
+    assert frontier.take_start(10.2, 40.0) == pytest.approx(11.0)
+    # Starts not asked for are not banked: after a quiet while, one start is free now.
+    assert frontier.take_start(20.0, 40.0) == pytest.approx(20.0)
+    assert frontier.take_start(20.0, 40.0) == pytest.approx(20.25)
+
+
+def test_no_rate_cap_starts_every_request_now(make_frontier: FrontierFactory) -> None:
+    frontier = make_frontier(FrontierLimits())
+    assert [frontier.take_start(10.0, 40.0) for _ in range(3)] == [10.0, 10.0, 10.0]

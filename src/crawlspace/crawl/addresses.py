@@ -11,6 +11,11 @@ the address may have room (``release(..., not_before)``), so a fetch slot never 
 Another host's token (``take_host``) is waited for instead, within the lease: the lease already
 sent its own host a request, so giving it back would only repeat that request. ``HostGate``
 raises ``HostBusyError`` when the wait would outlast the lease.
+
+With a rate cap (``max_rate``, limits.py RateCap) every request first takes a start from the
+store (``take_start``: crawl-wide, on every worker together) and waits for it; a start later than
+the lease allows is refused as a busy address is (``RateBusyError``: nothing is sent, the lease
+goes back).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from crawlspace.limits import RateCap
 from crawlspace.records import Lease, RobotsRecord
 from crawlspace.robots.policy import ALLOW_ALL, RULES
 
@@ -39,6 +45,11 @@ class AddressBusyError(TokenBusyError):
     """The server's address has no free token: nothing was sent; try after ``retry_at``."""
 
 
+class RateBusyError(AddressBusyError):
+    """The crawl's rate cap has no start for the request within its lease: nothing was sent;
+    the lease goes back as for a busy address."""
+
+
 class HostBusyError(TokenBusyError):
     """Another host's token could not be had within the lease."""
 
@@ -50,6 +61,8 @@ class AddressTokenStore(Protocol):
 
     def give_address(self, address: str, holder: str, ended: float) -> None: ...
 
+    def take_start(self, now: float, latest_start: float) -> float: ...
+
 
 class AddressGate:
     def __init__(
@@ -57,10 +70,26 @@ class AddressGate:
         address_of: Callable[[str], Awaitable[str | None]],
         tokens: AddressTokenStore,
         now: Callable[[], float],
+        *,
+        rate: RateCap = RateCap(),  # noqa: B008 - frozen, so sharing is safe
+        total_timeout: float = 0.0,
     ) -> None:
         self._address_of = address_of
         self._tokens = tokens
         self._now = now
+        self._rate = rate
+        self._total_timeout = total_timeout  # a request ends within it (the lease must hold)
+
+    async def _wait_for_start(self, lease: Lease) -> None:
+        """Wait for the start the crawl's rate cap gives this request (RateBusyError when it
+        falls too late for the lease: nothing taken, nothing sent)."""
+        now = self._now()
+        latest_start = lease.expires_at - self._total_timeout
+        start = self._tokens.take_start(now, latest_start)
+        if start > latest_start:
+            raise RateBusyError("the crawl's rate", self._rate.retry_at(start, now, latest_start))
+        if start > now:
+            await asyncio.sleep(start - now)
 
     @asynccontextmanager
     async def hold(self, lease: Lease, url: str) -> AsyncIterator[None]:
@@ -69,6 +98,8 @@ class AddressGate:
         if address is None:  # unresolvable or refused: the fetch itself fails and says why
             yield
             return
+        if self._rate.per_second > 0:
+            await self._wait_for_start(lease)
         retry_at = self._tokens.take_address(address, lease.lease_id, self._now(), lease.expires_at)
         if retry_at is not None:
             raise AddressBusyError(address, retry_at)

@@ -242,7 +242,13 @@ class Crawler:
             processors=self.processors,
             pools=pools,
             extractor=self.extractor,
-            gate=AddressGate(transport.address_of, self.store, self.clock.now),
+            gate=AddressGate(
+                transport.address_of,
+                self.store,
+                self.clock.now,
+                rate=frontier_limits(self.config).rate,
+                total_timeout=self.config.total_timeout,
+            ),
             hosts=HostGate(self.store, self.clock.now),
             now=self.clock.now,
         )

@@ -57,6 +57,7 @@ _LESS_POLITE_WHEN_HIGHER: Final = frozenset(
     {
         "max_in_flight_per_host",
         "max_in_flight_per_ip",
+        "max_rate",
         "max_outage_seconds",
         "max_sitemaps_per_host",
         "max_attempts",
@@ -81,6 +82,8 @@ class SettingChange:
     def less_polite(self) -> bool:
         if self.name == "user_agent":
             return True  # sites identify us by it; robots.txt groups too
+        if self.name == "max_rate" and self.given is None:
+            return self.stored is not None  # the cap lifted
         try:
             if self.name in _LESS_POLITE_WHEN_LOWER:
                 return bool(self.given < self.stored)

@@ -44,7 +44,7 @@ from crawlspace.frontier.priority import PriorityRules, compile_priority_pattern
 from crawlspace.frontier.retirement import RetirementPolicy
 from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.frontier.trap_yield import YieldRules
-from crawlspace.limits import AddressPolicy
+from crawlspace.limits import AddressPolicy, RateCap
 from crawlspace.store.base import FrontierLimits, Store
 from crawlspace.store.sqlite.readonly import read_meta
 from crawlspace.store.sqlite.store import SqliteStore
@@ -124,6 +124,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         front=front_bands(config),
         cash=Aopic(config.aopic_tax) if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
+        rate=RateCap(config.max_rate or 0.0),
         ignore_query_order=config.query_order == "ignored",
         link_times=retirement_policy(config).passes > 0,
     )

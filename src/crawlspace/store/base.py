@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawlspace.bands import FrontQueues
-from crawlspace.limits import AddressPolicy
+from crawlspace.limits import AddressPolicy, RateCap
 from crawlspace.plans import CashRule, Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, StoredCapture, UrlCandidate
 from crawlspace.store.control import CrawlControl
@@ -36,6 +36,8 @@ class FrontierLimits:
     front: FrontQueues = FrontQueues()  # noqa: RUF009 - frozen, so sharing is safe
     # Per server address: in-flight tokens and gap (limits.py).
     address: AddressPolicy = AddressPolicy()  # noqa: RUF009 - frozen, so sharing is safe
+    # Crawl-wide: requests started per second, every worker together (limits.py).
+    rate: RateCap = RateCap()  # noqa: RUF009 - frozen, so sharing is safe
     # A URL whose query differs from a seen one's in parameter order only is seen: the seen
     # test is on urls.py seen_key (config query_order "ignored"); the request keeps the URL
     # as first linked. False: the URL as linked is its own key.
@@ -112,6 +114,12 @@ class HostTokens(Protocol):
 
     def give_address(self, address: str, holder: str, ended: float) -> None:
         """The holder's address token back; the address's gap starts at ``ended``."""
+        ...
+
+    def take_start(self, now: float, latest_start: float) -> float:
+        """A start for one request under the crawl's rate cap (limits.py RateCap, limits'
+        ``rate``; no cap: ``now``): taken, and the request waits for it, when it is no later
+        than ``latest_start``; else nothing is taken and the request is not sent."""
         ...
 
     def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:

@@ -113,6 +113,9 @@ class SharedStore(RecordsDelegate):
     def give_address(self, address: str, holder: str, ended: float) -> None:
         self.frontier.give_address(address, holder, ended)
 
+    def take_start(self, now: float, latest_start: float) -> float:
+        return self.frontier.take_start(now, latest_start)
+
     def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
         return self.frontier.take_host(host_key, holder, now, expires_at)
 

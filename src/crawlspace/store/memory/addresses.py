@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crawlspace.limits import AddressPolicy
+from crawlspace.limits import AddressPolicy, RateCap
 
-__all__ = ["AddressTokens"]
+__all__ = ["AddressTokens", "RequestStarts"]
 
 _SWEEP_EVERY = 4096  # gives between sweeps of idle addresses
 
@@ -65,3 +65,15 @@ class AddressTokens:
     def in_flight(self, address: str) -> int:
         state = self._addresses.get(address)
         return len(state.holders) if state else 0
+
+
+class RequestStarts:
+    """The crawl's rate cap (limits.py RateCap) in memory: the next free start."""
+
+    def __init__(self, cap: RateCap) -> None:
+        self.cap = cap
+        self._next_free = float("-inf")
+
+    def take(self, now: float, latest_start: float) -> float:
+        start, self._next_free = self.cap.reserve(self._next_free, now, latest_start)
+        return start

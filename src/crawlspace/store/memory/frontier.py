@@ -30,7 +30,7 @@ from crawlspace.records import (
     UrlCandidate,
 )
 from crawlspace.store.base import AddResult, FrontierLimits
-from crawlspace.store.memory.addresses import AddressTokens
+from crawlspace.store.memory.addresses import AddressTokens, RequestStarts
 from crawlspace.store.memory.admission import FrontierState, MemoryAdmission, url_key
 from crawlspace.store.memory.due import DueRevisits
 from crawlspace.store.memory.notes import host_notes
@@ -88,6 +88,7 @@ class MemoryFrontier:
         )
         self._admission = MemoryAdmission(state)  # the seen test, budgets, links (admission.py)
         self.address_tokens = AddressTokens(limits.address)  # per server address (addresses.py)
+        self.request_starts = RequestStarts(limits.rate)  # the crawl's rate cap (limits.py)
 
     # -------------------------------------------------- composed parts: admission, tokens, notes
 
@@ -101,6 +102,9 @@ class MemoryFrontier:
 
     def give_address(self, address: str, holder: str, ended: float) -> None:
         self.address_tokens.give(address, holder, ended)
+
+    def take_start(self, now: float, latest_start: float) -> float:
+        return self.request_starts.take(now, latest_start)
 
     def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
         return host_notes(self.notes, host_key, names)

@@ -396,6 +396,9 @@ class RedisFrontier(ScriptRunner):
     def give_address(self, address: str, holder: str, ended: float) -> None:
         self.tokens.give_address(address, holder, ended)
 
+    def take_start(self, now: float, latest_start: float) -> float:
+        return self.tokens.take_start(now, latest_start)
+
     def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
         return self.tokens.take_host(host_key, holder, now, expires_at)
 

@@ -47,6 +47,7 @@ _SCRIPTS = (
     "exclude",
     "reprice",
     "address",
+    "rate",
     "host_token",
     "reevaluate",
 )

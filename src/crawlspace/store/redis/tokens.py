@@ -1,6 +1,7 @@
 """Tokens held outside a host's own leases on the shared frontier: a server address's, in the
 address's own slot (lua/address.lua), and a host's, for the request another host's lease makes
-to it (a robots.txt redirect hop), in the host's bucket (lua/host_token.lua). A part of
+to it (a robots.txt redirect hop), in the host's bucket (lua/host_token.lua); and the starts of
+the crawl's rate cap (lua/rate.lua). A part of
 ``RedisFrontier`` (frontier.py), given its scripts, limits and bucket index.
 """
 
@@ -51,6 +52,16 @@ class HeldTokens:
         gap = self.limits.address.min_gap
         next_at = num(ended + gap) if gap > 0 else ""
         self._gives.append((prefix, (prefix, "give", holder, next_at, math.ceil(gap) + 1)))
+
+    # -- the crawl's rate cap, one key for every worker (lua/rate.lua) -------------------------
+
+    def take_start(self, now: float, latest_start: float) -> float:
+        cap = self.limits.rate
+        if cap.per_second <= 0:
+            return now
+        key = f"{self._scripts.namespace}:rate"
+        reply = self._scripts.run_key("rate", key, (num(now), num(latest_start), num(cap.interval)))
+        return float(reply)
 
     # -- as a Rider (scripts.py) ---------------------------------------------------------------
 

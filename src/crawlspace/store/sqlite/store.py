@@ -21,7 +21,7 @@ from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.control import CONTROL_FILE, FileControl
-from crawlspace.store.memory.addresses import AddressTokens
+from crawlspace.store.memory.addresses import AddressTokens, RequestStarts
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
 from crawlspace.store.sqlite import front as sqlite_front
@@ -77,6 +77,7 @@ class SqliteStore(RecordsDelegate):
         self._band_tally: dict[int, list[int]] = {}
         # Per server address: one owner, so in memory (limits.py).
         self.address_tokens = AddressTokens(self.limits.address)
+        self.request_starts = RequestStarts(self.limits.rate)  # the crawl's rate cap
         # Crawl-wide budgets: pages and bytes counted from the file on first use, then here.
         self._pages_done: int | None = None
         self._bytes_done: int | None = None
@@ -228,6 +229,9 @@ class SqliteStore(RecordsDelegate):
 
     def give_address(self, address: str, holder: str, ended: float) -> None:
         self.address_tokens.give(address, holder, ended)
+
+    def take_start(self, now: float, latest_start: float) -> float:
+        return self.request_starts.take(now, latest_start)
 
     def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
         with self._transaction() as db:
