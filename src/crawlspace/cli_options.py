@@ -102,6 +102,11 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         help="add a request header to every request, as curl -H (repeatable)",
     )
     add(
+        "--proxy",
+        metavar="URL",
+        help="send every request through this HTTP proxy, http://[USER:PASSWORD@]HOST:PORT",
+    )
+    add(
         "--extract",
         metavar="MODULE:FUNCTION",
         help="call this function with each parsed page and store the dicts it returns as items",
@@ -180,6 +185,7 @@ def overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]
         "exclude": tuple(args.exclude),
         "resolve": tuple(args.resolve),
         "headers": tuple(args.header),
+        "proxy": args.proxy,
         "sitemaps": tuple(args.sitemap),
         "metrics_port": args.metrics_port,
         "page_requisites": True if args.page_requisites else None,

@@ -75,6 +75,9 @@ class CrawlConfig:
     headers: tuple[str, ...] = ()
     host_headers: tuple[str, ...] = ()
     auth: tuple[str, ...] = ()
+    # Every request through this HTTP proxy, http://[USER:PASSWORD@]HOST:PORT (https URLs by
+    # CONNECT); fetch/aiohttp_transport.py. Of this run only: never stored with the crawl.
+    proxy: str | None = None
     # Fetch limits against untrusted servers.
     connect_timeout: float = 10.0
     read_timeout: float = 30.0

@@ -8,6 +8,7 @@ import ipaddress
 import math
 from dataclasses import fields
 from typing import Any, Literal, get_args, get_origin, get_type_hints
+from urllib.parse import urlsplit
 
 from crawlspace.discovery.scope import parse_allow_entry
 from crawlspace.errors import ConfigError
@@ -180,6 +181,8 @@ def _check_rules(config: Any) -> None:
         front_queues(config.priority_policy, config.host_priority_aging)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if config.proxy is not None:
+        _check_proxy(config.proxy)
     for net in config.allow_nets:
         try:
             ipaddress.ip_network(net, strict=False)
@@ -187,6 +190,20 @@ def _check_rules(config: Any) -> None:
             raise ConfigError(
                 f"--allow-net {net!r} is not a CIDR network such as 127.0.0.0/8"
             ) from None
+
+
+def _check_proxy(proxy: str) -> None:
+    """An HTTP proxy's URL: http://[USER:PASSWORD@]HOST:PORT and nothing else."""
+    parts = urlsplit(proxy)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise ConfigError(
+            f"--proxy {proxy!r}: expected http://[USER:PASSWORD@]HOST:PORT, e.g."
+            " http://127.0.0.1:3128"
+        )
 
 
 def _check_value(name: str, value: Any, kind: Any) -> None:

@@ -37,6 +37,7 @@ FLAGS: Final = {
     "exclude": "--exclude PATTERN",
     "resolve": "--resolve HOST:PORT:ADDR",
     "headers": "--header 'NAME: VALUE'",
+    "proxy": "--proxy URL",
     "sitemaps": "--sitemap URL",
     "metrics_port": "--metrics-port PORT",
     "page_requisites": "--page-requisites",
@@ -86,6 +87,8 @@ HELP: Final = {
     " (a Cookie, say)",
     "auth": "HTTP Basic credentials for one host's requests, 'HOST[:PORT] USER:PASSWORD' (kept"
     " in crawl.db with the other settings, and sent as an Authorization header the WARC records)",
+    "proxy": "send every request through this HTTP proxy, http://[USER:PASSWORD@]HOST:PORT (https"
+    " URLs by CONNECT); the targets still pass the address guard; of this run only, not stored",
     "connect_timeout": "seconds to connect",
     "read_timeout": "seconds between two reads of a response",
     "total_timeout": "seconds for a whole response, headers and body (a server that drips a"

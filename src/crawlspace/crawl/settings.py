@@ -37,6 +37,7 @@ PER_RUN: Final = frozenset(
         "metrics_port",
         "continuous",
         "sitemaps",
+        "proxy",  # this machine's way out, and it may hold a password
     }
 )
 # Politeness: a change in this direction makes the crawl harder on the sites it visits.

@@ -110,6 +110,7 @@ def fetch_settings(config: CrawlConfig) -> FetchSettings:
         resolve=config.resolve,
         dns_cache_seconds=config.dns_cache_seconds,
         dns_negative_seconds=config.dns_negative_seconds,
+        proxy=config.proxy,
     )
 
 

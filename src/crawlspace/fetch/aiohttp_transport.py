@@ -5,6 +5,12 @@ refuses, never follows a redirect, never holds more than ``max_body_bytes`` of w
 ``max_decompressed_bytes`` of decoded bytes (a gzip bomb is decoded piece by piece and
 abandoned at the cap), and never takes longer than ``total_timeout``. aiohttp and OS errors
 leave this module only as ``crawlspace.errors.FetchError`` subclasses.
+
+Through an HTTP proxy (``proxy``) every request goes to the proxy, a ``https`` one as a CONNECT
+tunnel. The proxy is the operator's choice, so its own address is not the guard's to judge (a
+proxy on this machine needs no ``--allow-net``). The target is: it is resolved here and checked
+before the request is sent, as without a proxy (the per-address politeness keys on that address
+too). The proxy resolves the name again itself; that lookup is out of our reach.
 """
 
 from __future__ import annotations
@@ -36,19 +42,23 @@ from crawlspace.fetch.settings import FetchSettings
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 
 ACCEPT_ENCODING: Final = "gzip, deflate, br"
+# The proxy's own address: the operator named it, so the guard does not judge it.
+_ANY_ADDRESS: Final = AddressGuard(("0.0.0.0/0", "::/0"))
 
 
 class _GuardedResolver(AbstractResolver):
     """Adapts CachingResolver (overrides, cache, guard) to aiohttp's resolver interface."""
 
-    def __init__(self, inner: CachingResolver) -> None:
+    def __init__(self, inner: CachingResolver, proxy: CachingResolver | None = None) -> None:
         self._inner = inner
+        self._proxy = proxy  # with a proxy, the connector only ever resolves the proxy's name
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         # Our FetchErrors are not OSErrors, so aiohttp's connector lets them through unwrapped.
-        answers = await self._inner.resolve(host, port, family)
+        resolver = self._proxy or self._inner
+        answers = await resolver.resolve(host, port, family)
         return [
             ResolveResult(
                 hostname=a.hostname,
@@ -63,6 +73,8 @@ class _GuardedResolver(AbstractResolver):
 
     async def close(self) -> None:
         await self._inner.close()
+        if self._proxy is not None:
+            await self._proxy.close()
 
 
 # Where _PeerRecordingConnector writes the peer of the connection used by the current fetch task.
@@ -109,6 +121,7 @@ class AiohttpTransport:
         self._config = config
         self._guard = guard if guard is not None else AddressGuard(config.allow_nets)
         self._resolver = resolver or CachingResolver.from_settings(config, self._guard)
+        self._proxy = URL(config.proxy) if config.proxy else None
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(
             total=None,  # enforced around the whole fetch, body included, in fetch()
@@ -124,8 +137,11 @@ class AiohttpTransport:
     def _get_session(self) -> aiohttp.ClientSession:
         # Created lazily: aiohttp sessions must be made inside the running event loop.
         if self._session is None:
+            proxy_resolver = None
+            if self._proxy is not None:
+                proxy_resolver = CachingResolver.from_settings(self._config, _ANY_ADDRESS)
             connector = _PeerRecordingConnector(
-                resolver=_GuardedResolver(self._resolver),
+                resolver=_GuardedResolver(self._resolver, proxy_resolver),
                 use_dns_cache=False,  # CachingResolver caches; a second cache would skip the guard
                 limit=self._config.concurrency,
                 # Leaked aborted TLS transports were fixed in CPython 3.12.7; aiohttp warns after.
@@ -210,7 +226,11 @@ class AiohttpTransport:
         headers = list(request.headers)
         phase = "connect"
         try:
-            async with session.get(url, headers=headers, allow_redirects=False) as resp:
+            if self._proxy is not None:  # the target is checked here; the proxy connects to it
+                await self._resolver.resolve(url.host or "", url.port or 0)
+            async with session.get(
+                url, headers=headers, allow_redirects=False, proxy=self._proxy
+            ) as resp:
                 phase = "body"
                 raw, body, truncated, decode_error = await self._read_body(resp, request)
                 return FetchResponse(
@@ -234,7 +254,8 @@ class AiohttpTransport:
                     started_at=started_at,
                     ended_at=time.time(),
                     elapsed=time.monotonic() - t0,
-                    peer_address=peer[-1] if peer else None,
+                    # Through a proxy the peer is the proxy, not the server: not recorded.
+                    peer_address=peer[-1] if peer and self._proxy is None else None,
                 )
         except FetchError:
             raise

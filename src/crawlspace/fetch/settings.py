@@ -59,3 +59,4 @@ class FetchSettings:
     resolve: tuple[ResolveOverride, ...]
     dns_cache_seconds: float
     dns_negative_seconds: float
+    proxy: str | None  # http://[USER:PASSWORD@]HOST:PORT: every request through it
