@@ -19,6 +19,7 @@ from crawlspace.ops.report import crawl_stats, open_crawl_db
 MAX_POINTS = 2000
 MAX_HOSTS = 500
 MAX_ERRORS = 50
+MAX_QUEUE = 100  # URLs of one host's queue the queue view lists
 SAMPLE_COLUMNS = (
     "ts",
     "pages",
@@ -173,3 +174,38 @@ def crawl_wide(frontier: SharedFrontier, own: dict[str, Any]) -> dict[str, Any]:
     )
     shared = {"url": frontier.url, "namespace": frontier.namespace}
     return {"summary": summary, "hosts": rows, "frontier": shared}
+
+
+def queued_urls(db: sqlite3.Connection, host_key: str, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` URLs queued on ``host_key``, in the order its leases take them
+    (store/sqlite/lease.py: priority, then admission)."""
+    rows = db.execute(
+        "SELECT u.url, u.priority, u.depth, u.source, u.attempts FROM urls u"
+        " JOIN hosts h ON h.id = u.host_id WHERE h.host_key = ? AND u.state = 'queued'"
+        " ORDER BY u.priority, u.id LIMIT ?",
+        (host_key, limit),
+    ).fetchall()
+    return [dict(row) for row in rows]
+
+
+def host_queue(
+    out_dir: Path | str, host_key: str, frontier: SharedFrontier | None = None
+) -> dict[str, Any]:
+    """One host's queue view: its next URLs in lease order, from crawl.db or, for a worker,
+    from the shared frontier (whose queues are the crawl's)."""
+    if frontier is not None:
+        from crawlspace.ops.shared_report import frontier_host_queue
+
+        urls = frontier_host_queue(
+            frontier.url,
+            host_key,
+            namespace=frontier.namespace,
+            buckets=frontier.buckets,
+            limit=MAX_QUEUE,
+        )
+        return {"host": host_key, "urls": urls}
+    db = open_crawl_db(out_dir)
+    try:
+        return {"host": host_key, "urls": queued_urls(db, host_key, MAX_QUEUE)}
+    finally:
+        db.close()

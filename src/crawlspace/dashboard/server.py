@@ -22,9 +22,9 @@ from typing import Any
 
 from aiohttp import web
 
-from crawlspace.dashboard.data import SharedFrontier, snapshot
+from crawlspace.dashboard.data import SharedFrontier, host_queue, snapshot
 from crawlspace.dashboard.page import ASSETS, asset, served_page
-from crawlspace.errors import ConfigError
+from crawlspace.errors import ConfigError, OutputDirError
 from crawlspace.store.control import CONTROL_FILE, CrawlControl, FileControl
 from crawlspace.urls import normalize_with_reason
 
@@ -73,6 +73,16 @@ def make_app(
             data["control"] = {"paused": state.paused}
         return web.json_response(data, headers={"Cache-Control": "no-store"})
 
+    async def api_host(request: web.Request) -> web.Response:
+        host_key = request.query.get("key", "")
+        if not host_key:
+            raise web.HTTPBadRequest(text="which host? /api/host?key=http://HOST[:PORT]\n")
+        try:
+            data = await asyncio.to_thread(host_queue, out_dir, host_key, frontier)
+        except OutputDirError as exc:
+            raise web.HTTPNotFound(text=f"{exc}\n") from None
+        return web.json_response(data, headers={"Cache-Control": "no-store"})
+
     async def api_control(request: web.Request) -> web.Response:
         if control is None:
             raise web.HTTPNotFound(text="this dashboard does not steer a crawl\n")
@@ -103,6 +113,7 @@ def make_app(
             web.get("/", index),
             web.get("/static/{name}", static),
             web.get("/api/snapshot", api_snapshot),
+            web.get("/api/host", api_host),
             web.post("/api/control", api_control),
         ]
     )

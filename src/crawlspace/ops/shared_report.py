@@ -58,6 +58,27 @@ def frontier_hosts(
     ]
 
 
+def frontier_host_queue(
+    url: str, host_key: str, *, namespace: str = "cs", buckets: int | None = None, limit: int
+) -> list[dict[str, Any]]:
+    """The next ``limit`` URLs of one host of a shared crawl, in lease order, in the columns of
+    the dashboard's queue view (dashboard/data.py host_queue)."""
+    from crawlspace.store.redis.views import frontier_view, host_queue
+
+    with frontier_view(url, namespace=namespace, buckets=buckets) as frontier:
+        records = host_queue(frontier, host_key, limit)
+    return [
+        {
+            "url": r["url"],
+            "priority": int(r["prio"]),
+            "depth": int(r["depth"]),
+            "source": r["src"],
+            "attempts": int(r.get("attempts") or 0),
+        }
+        for r in records
+    ]
+
+
 def _pairs(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "-"
 

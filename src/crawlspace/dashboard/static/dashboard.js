@@ -143,12 +143,46 @@
       var tr = el("tr");
       cols.forEach(function (c) {
         var v = h[c[0]];
-        tr.appendChild(el("td", hostCell(c[0], v), typeof v === "number" ? "num" : ""));
+        var td = el("td", hostCell(c[0], v), typeof v === "number" ? "num" : "");
+        if (c[0] === "host_key" && !embedded) {  // a served dashboard: its queue on a click
+          var link = el("a", v);
+          link.href = "#queue-view";
+          link.addEventListener("click", function () { showQueue(v); });
+          td.replaceChildren(link);
+        }
+        tr.appendChild(td);
       });
       return tr;
     });
     table.tBodies[0].replaceChildren.apply(table.tBodies[0], body);
   }
+
+  // One host's queue: its next URLs in the order its leases take them (read on each click).
+  function showQueue(hostKey) {
+    $("queue-view").hidden = false;
+    $("queue-host").textContent = hostKey;
+    $("queue-said").textContent = "reading…";
+    fetch("api/host?key=" + encodeURIComponent(hostKey), { cache: "no-store" })
+      .then(function (r) { return r.ok ? r.json() : r.text().then(function (t) { throw new Error(t); }); })
+      .then(function (data) {
+        var body = $("queue").tBodies[0];
+        body.replaceChildren.apply(body, data.urls.map(function (u, i) {
+          var tr = el("tr");
+          tr.appendChild(el("td", String(i + 1), "num"));
+          tr.appendChild(el("td", u.url));
+          [u.priority, u.depth].forEach(function (v) { tr.appendChild(el("td", fmtNum(v), "num")); });
+          tr.appendChild(el("td", u.source));
+          tr.appendChild(el("td", fmtNum(u.attempts), "num"));
+          return tr;
+        }));
+        $("queue-said").textContent = data.urls.length
+          ? "the next " + data.urls.length + " URLs its leases take, first first"
+          : "nothing queued on this host";
+        document.body.dataset.queueHost = data.host;
+      })
+      .catch(function (err) { $("queue-said").textContent = String(err); });
+  }
+  $("queue-close").addEventListener("click", function () { $("queue-view").hidden = true; });
 
   function renderErrors(errors) {
     var body = $("errors").tBodies[0];

@@ -375,6 +375,13 @@ def url_records(frontier: RedisFrontier, url_ids: list[int]) -> list[dict[str, s
     return [found[url_id] for url_id in url_ids]
 
 
+def host_queue(frontier: RedisFrontier, host_key: str, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` URLs queued on ``host_key``, in the order its leases take them
+    (priority, then admission), as ``url_record`` gives them."""
+    texts = frontier.run("read_urls", frontier.bucket(host_key), "queue", host_key, limit)
+    return [dict(json.loads(text)) for text in texts]
+
+
 def url_state(frontier: RedisFrontier, url: str, host_key: str) -> tuple[str, str | None] | None:
     """A URL's state and reason, or None if the frontier never saw it (for audits and tests)."""
     record = url_record(frontier, url, host_key)

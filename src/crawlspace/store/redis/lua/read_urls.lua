@@ -6,6 +6,8 @@
 --                       records: {next cursor (0: done), json, json, ...}
 --   ids id ...          {json or '' (no such URL), ...} in the order asked
 --   fps fingerprint ... the same by seen-set fingerprint (codec.py fingerprint)
+--   queue host limit    the first `limit` URLs of the host's queue, in the order its leases
+--                       take them (priority, then admission): {json, ...}
 local function json(id, r)
   local host = host_of(r)
   r.id, r.url, r.host, r.path, r.hn = id, rec_url(r, host), host, nil, nil
@@ -19,6 +21,14 @@ if mode == 'scan' then
   return out
 end
 local out = {}
+if mode == 'queue' then
+  for _, m in ipairs(redis.call('ZRANGE', qkey(ARGV[3]), 0, tonumber(ARGV[4]) - 1)) do
+    local id = qmember_id(m)
+    local r = rec_get(id)
+    if r then out[#out + 1] = json(id, r) end
+  end
+  return out
+end
 for i = 3, #ARGV do
   local id = ARGV[i]
   if mode == 'fps' then
