@@ -98,6 +98,9 @@ class Lease:
     # The last time a page or a sitemap linked the URL, kept while retirement is on
     # (frontier/retirement.py; FrontierLimits.link_times). None: not kept.
     linked_at: float | None = None
+    # The URL id of the page (or sitemap, or redirect) that first led to it, as Heritrix's
+    # crawl.log "via": the linking page an error names. None: a seed, or not known.
+    via_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,9 @@ class FetchRecord:
     payload_digest: str | None = None
     # The extraction hook's items of the page, as JSON texts (parse/extract.py).
     items: tuple[str, ...] = ()
+    # An error's (status 400 or more) linking page: the URL of the page that led to this one
+    # (Lease.via_id), as Heritrix's crawl.log "via". None: not an error, a seed, or not known.
+    via: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

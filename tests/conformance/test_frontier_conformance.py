@@ -144,6 +144,30 @@ def test_a_lease_carries_when_its_url_was_last_linked(make_frontier: FrontierFac
     assert (second.url, second.linked_at) == ("http://a/2", 5.0)
 
 
+def test_a_lease_names_the_page_that_led_to_its_url(make_frontier: FrontierFactory) -> None:
+    """records.py Lease.via_id: a seed has none; a link, on its host or another, names the
+    page whose completion admitted it first, not a later page that links it too."""
+    frontier = make_frontier(FrontierLimits())
+    frontier.add([cand("http://a", "/1")], 1.0)
+    (robots,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    frontier.complete_robots(robots, robots_ok(robots, 1.0), 1.0)
+    (seed,) = frontier.lease(1.0, 1, LEASE_SECONDS)
+    assert seed.via_id is None
+    links = [cand("http://a", "/2", 1), cand("http://b", "/x", 1)]
+    assert frontier.complete(seed, dataclasses.replace(fetched(0.0), discovered=links), 2.0)
+    leases = {lease.url: lease for lease in frontier.lease(3.0, 5, LEASE_SECONDS)}
+    second, robots_b = leases["http://a/2"], leases["http://b/robots.txt"]
+    assert second.via_id == seed.url_id
+    again = [cand("http://b", "/x", 2)]
+    assert frontier.complete(second, dataclasses.replace(fetched(0.0), discovered=again), 4.0)
+    frontier.complete_robots(robots_b, robots_ok(robots_b, 5.0), 5.0)
+    (other,) = frontier.lease(6.0, 5, LEASE_SECONDS)
+    assert (other.url, other.via_id) == ("http://b/x", seed.url_id)
+    assert frontier.url_of(seed.url_id) == "http://a/1"  # what an error names
+    assert frontier.url_of(other.url_id) == "http://b/x"
+    assert frontier.url_of(other.url_id + 10_000 * 64) is None
+
+
 def test_no_link_time_is_kept_unless_asked(make_frontier: FrontierFactory) -> None:
     frontier = make_frontier(FrontierLimits())
     frontier.add([cand("http://b", "/1")], 1.0)

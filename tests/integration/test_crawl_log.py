@@ -53,7 +53,7 @@ def test_crawl_log_has_a_line_per_visit_as_the_server_saw_it(tmp_path: Path) -> 
         assert len(farm.requests_for("site")) == 2 * len(served)  # it crawled, saying nothing
     lines = (out / "crawl.log").read_text(encoding="utf-8").splitlines()
     rows = [line.split(" ") for line in lines]
-    assert all(len(row) == 9 for row in rows), lines
+    assert all(len(row) == 10 for row in rows), lines
     by_url = {row[3]: row for row in rows}
     sent = {url: row for url, row in by_url.items() if row[1] != "-"}
     # Every request the server answered is one line with its status, and no line claims more.
@@ -61,16 +61,18 @@ def test_crawl_log_has_a_line_per_visit_as_the_server_saw_it(tmp_path: Path) -> 
         served
     )
     home = by_url[farm.url("site", "/")]
-    assert home[2:] == [home[2], farm.url("site", "/"), "S", "text/html", home[6], "fetched", "-"]
+    home_row = [home[2], farm.url("site", "/"), "S", "text/html", home[6], "fetched", "-", "-"]
+    assert home[2:] == home_row
     assert int(home[2]) == len(PAGES["/"])
-    assert by_url[farm.url("site", "/robots.txt")][4:] == ["P", "-", "-", "fetched", "rules"]
+    assert by_url[farm.url("site", "/robots.txt")][4:] == ["P", "-", "-", "fetched", "rules", "-"]
     gone = by_url[farm.url("site", "/gone.html")]
-    assert (gone[1], gone[7], gone[8]) == ("410", "fetched", "gone")
+    # An error names the page that linked it (Heritrix's "via").
+    assert gone[1:2] + gone[7:] == ["410", "fetched", "gone", farm.url("site", "/")]
     assert by_url[farm.url("site", "/old")][1] == "301"
     assert by_url[farm.url("site", "/old")][7] == "redirected"
     private = by_url[farm.url("site", "/private/x.html")]
     assert private[1:3] == ["-", "-"]
-    assert private[7:] == ["excluded", "robots"]
+    assert private[7:] == ["excluded", "robots", "-"]
     # Off a terminal, the same lines on stderr; with -q, none.
     for line in lines:
         assert line in stderr

@@ -75,6 +75,8 @@ class LeaseEnds(StoredRobots, Protocol):
 
     def bump_counters(self, counts: dict[str, int]) -> None: ...
 
+    def url_of(self, url_id: int) -> str | None: ...
+
 
 class RobotsCache:
     """Parsed robots.txt of the hosts leased lately. Bounded: a record may hold 512 KiB, and
@@ -317,6 +319,17 @@ class LeaseRunner:
         except Exception:  # the store itself failed: the lease expires and is returned
             log.exception("could not record the failed visit of %s", lease.url)
 
+    def _linking_page(self, lease: Lease, completion: Completion) -> str | None:
+        """An error's linking page (status 400 or more, or no answer in the end): the URL of
+        the page that led to it, read from the store only then (on a shared frontier a round
+        trip, which an ordinary page never pays)."""
+        if lease.via_id is None:
+            return None
+        fetch = completion.fetch
+        if completion.state != "failed" and (fetch is None or fetch.status < 400):
+            return None
+        return self._store.url_of(lease.via_id)
+
     async def commit(self, lease: Lease, completion: Completion) -> None:
         crash_point("before_commit")
         if drop_ack():
@@ -326,6 +339,11 @@ class LeaseRunner:
             revisit = plan_revisit(lease, completion, now, self._revisit)
             completion = dataclasses.replace(completion, revisit=revisit)
         completion = self.host_rules.before_commit(lease, completion)  # its links screened
+        via = self._linking_page(lease, completion)
+        if via is not None and completion.fetch is not None:  # kept with its fetch row
+            completion = dataclasses.replace(
+                completion, fetch=dataclasses.replace(completion.fetch, via=via)
+            )
         # Every other decision the store applies with it (frontier/plans.py).
         notes = self.host_rules.read_for(lease)
         plan = plan_completion(lease, completion, notes, self._policy, now)
@@ -334,7 +352,7 @@ class LeaseRunner:
         crash_point("after_commit")
         self._parts.telemetry.on_commit(lease.host_key, completion, outcome)
         if self.crawl_log is not None:
-            self.crawl_log.visit(lease, completion, outcome, now)
+            self.crawl_log.visit(lease, completion, outcome, now, via=via)
         tally = self.tally
         committed = outcome is not None
         if outcome is not None:  # its URL family's window

@@ -106,13 +106,21 @@ def hosts(db: sqlite3.Connection, limit: int = MAX_HOSTS) -> list[dict[str, Any]
 
 
 def recent_errors(db: sqlite3.Connection, limit: int = MAX_ERRORS) -> list[dict[str, Any]]:
+    """The latest responses of status 400 or more and URLs that failed, each with the page that
+    led to it (``via``; None for a seed, or a crawl.db from before it was kept)."""
+    fetch_via = "via" if "via" in _columns(db, "fetches") else "NULL"
+    failed_via = (
+        "(SELECT v.url FROM urls v WHERE v.id = urls.via_id)"
+        if "via_id" in _columns(db, "urls")
+        else "NULL"
+    )
     rows = db.execute(
         "SELECT * FROM ("
-        " SELECT url, CAST(status AS TEXT) AS what, fetched_at AS at FROM fetches"
-        " WHERE status >= 400"
+        f" SELECT url, CAST(status AS TEXT) AS what, fetched_at AS at, {fetch_via} AS via"
+        " FROM fetches WHERE status >= 400"
         " UNION ALL"
-        " SELECT url, 'failed: ' || COALESCE(reason, '?') AS what, updated_at AS at FROM urls"
-        " WHERE state = 'failed'"
+        " SELECT url, 'failed: ' || COALESCE(reason, '?') AS what, updated_at AS at,"
+        f" {failed_via} AS via FROM urls WHERE state = 'failed'"
         ") ORDER BY at DESC LIMIT ?",
         (limit,),
     ).fetchall()

@@ -163,6 +163,10 @@ class RobotsRecords(Protocol):
 
     def robots(self, host_key: str) -> RobotsRecord | None: ...
 
+    def url_of(self, url_id: int) -> str | None:
+        """The URL of ``url_id`` (a lease's ``via_id``: the page an error names), or None."""
+        ...
+
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` (url_id, url) of the host's URLs excluded for a robots reason
         (robots/policy.py ROBOTS_EXCLUSIONS), for its new robots.txt to re-evaluate."""

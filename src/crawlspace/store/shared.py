@@ -96,6 +96,9 @@ class SharedStore(RecordsDelegate):
     def release(self, lease: Lease, now: float, not_before: float | None = None) -> bool:
         return self.frontier.release(lease, now, not_before)
 
+    def url_of(self, url_id: int) -> str | None:
+        return self.frontier.url_of(url_id)
+
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         return self.frontier.robots_excluded(host_key, limit)
 

@@ -3,13 +3,14 @@ line on the ``crawlspace.fetch`` logger (INFO) for a crawl that is not drawing a
 
 A line is space-separated columns, ``-`` for none:
 
-    2026-12-06T19:20:01.123Z 200 13456 http://example.org/a L text/html 12 fetched -
+    2026-12-06T19:20:01.123Z 200 13456 http://example.org/a L text/html 12 fetched - -
 
 time the visit ended (UTC), HTTP status, body bytes, URL, how it was found (S seed, L link,
 R redirect, M sitemap, E a sitemap's entry, I a page's requisite (what it embeds), A a
 parent directory (path_ascending), P robots.txt), content type, fetch milliseconds,
 how the visit ended (fetched, redirected, not_modified, excluded, failed, queued: tried again
-later) and why (the reason the crawl records, e.g. robots, blocked_address, timeout). A visit
+later), why (the reason the crawl records, e.g. robots, blocked_address, timeout) and, for an
+error (status 400 or more, or failed), the page that led to it (Heritrix's "via"). A visit
 that sent nothing (excluded before its fetch) has no status. Lines are written through a buffer
 flushed at least once a second and at the crawl's end: a crash loses at most that second of
 log, never state (crawl.db is the record; this file is for reading and for ``tail -f``).
@@ -61,10 +62,15 @@ class CrawlLog:
         self._flushed = time.monotonic()
 
     def visit(
-        self, lease: Lease, completion: Completion, outcome: Outcome | None, now: float
+        self,
+        lease: Lease,
+        completion: Completion,
+        outcome: Outcome | None,
+        now: float,
+        via: str | None = None,
     ) -> None:
         """A page visit's end at ``now``, once committed (``outcome`` None: refused as stale,
-        not logged)."""
+        not logged); ``via``: an error's linking page."""
         if outcome is None:
             return
         fetch = completion.fetch
@@ -78,14 +84,15 @@ class CrawlLog:
                 hop,
                 f"{_mime(fetch.content_type)} {round(fetch.duration_ms)}",
             )
-        self._write(f"{' '.join(cells)} {completion.state} {completion.reason or '-'}")
+        end = f"{completion.state} {completion.reason or '-'} {via or '-'}"
+        self._write(f"{' '.join(cells)} {end}")
 
     def robots(self, lease: Lease, record: RobotsRecord) -> None:
         """A robots.txt visit's end."""
         status = "-" if record.status is None else str(record.status)
         state = "fetched" if record.error is None else "failed"
         cells = (_utc(record.fetched_at), status, str(len(record.body)), lease.url, "P", "- -")
-        self._write(f"{' '.join(cells)} {state} {record.error or record.outcome}")
+        self._write(f"{' '.join(cells)} {state} {record.error or record.outcome} -")
 
     def _write(self, line: str) -> None:
         if line.find("\n") >= 0:  # a URL never holds one (normalized); a reason might not

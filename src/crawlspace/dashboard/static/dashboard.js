@@ -191,6 +191,7 @@
       tr.appendChild(el("td", fmtTime(e.at)));
       tr.appendChild(el("td", e.what));
       tr.appendChild(el("td", e.url));
+      tr.appendChild(el("td", e.via || ""));
       return tr;
     }));
   }

@@ -69,9 +69,11 @@ class MemoryAdmission:
         plan: CompletionPlan,
         admitted: Admitted,
         now: float,
+        via: int | None = None,
     ) -> AddResult:
         """Enqueue-if-new, with the per-host cap and the plan's keyed budgets; ``admitted``
-        records what happened to each URL, for the link policy (links.py)."""
+        records what happened to each URL, for the link policy (links.py). ``via``: the URL
+        id of the page whose completion admits them."""
         added = seen = 0
         rejected: dict[str, int] = {}
         cap = self._limits.max_pages_per_host
@@ -103,13 +105,13 @@ class MemoryAdmission:
                 admitted.over_host_budget += reason == _BUDGET_HOST
                 # Remembered, so a link seen again later counts as seen, not as a new rejection.
                 url = self._new_url(cand, UrlState.EXCLUDED)
-                url.reason = reason
+                url.reason, url.via_id = reason, via
                 continue
             for key in keys:
                 host.budget_counts[key] = host.budget_counts.get(key, 0) + 1
             host.admitted += 1
             url = self._new_url(cand, UrlState.QUEUED)
-            url.linked_at = linked_at
+            url.linked_at, url.via_id = linked_at, via
             self._enqueue(host, url)
             self._reschedule(host)
             admitted.new.append(url)
@@ -136,7 +138,7 @@ class MemoryAdmission:
             links, cash = self._links.take_cash(url, links)
         admitted = Admitted()
         if links:
-            result = self._admit(links, plan, admitted, now)
+            result = self._admit(links, plan, admitted, now, via=url.url_id)
             for reason, n in result.rejected.items():
                 rejections[reason] = rejections.get(reason, 0) + n
         effects = plan.after_links(len(admitted.new) + admitted.over_host_budget)

@@ -326,6 +326,10 @@ class MemoryFrontier:
         self._move_clock(active.host, next_allowed_at)
         self._reschedule(active.host)
 
+    def url_of(self, url_id: int) -> str | None:
+        url = self._by_id[url_id] if 0 < url_id < len(self._by_id) else None
+        return None if url is None else url.url
+
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         host = self._hosts.get(host_key)
         return [] if host is None else robots_excluded(host, self._by_id, limit)

@@ -44,6 +44,7 @@ class MemUrl:
     next_fetch_at: float | None = None
     visited_at: float | None = None  # when its last visit's completion was written
     linked_at: float | None = None  # last linked by a page or sitemap (FrontierLimits.link_times)
+    via_id: int | None = None  # the page that first led to it (records.py Lease.via_id)
     # Link policy (links.py): pages linking here, AOPIC cash and Lambda's total when last paid.
     inlinks: int = 0
     cash: float = 0.0
@@ -140,4 +141,5 @@ def page_lease(lease_id: str, host_key: str, url: MemUrl, expires_at: float) -> 
         changefreq=url.changefreq,
         priority=url.priority,
         linked_at=url.linked_at,
+        via_id=url.via_id,
     )

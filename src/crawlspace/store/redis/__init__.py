@@ -35,7 +35,8 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
     {ns:bN}:u:<g>       list   URL records, packed: url id = useq x buckets + bucket, its record
                                element (useq - 1) % 128 of list g = (useq - 1) // 128; fields
                                state, version, prio, depth, hops, src, hn (host number), path
-                               (the URL without its host key), attempts, lease, epoch, reason,
+                               (the URL without its host key), via (the id of the page that
+                               led to it), attempts, lease, epoch, reason,
                                at, etag, lm, ri/nf/lc/ch/cf/due (recrawl), cash/lp (AOPIC),
                                lk (last linked, retirement): lua/_common.lua REC_FIELDS
     {ns:bN}:i:<g>       hash   index in list u:<g> -> the URL's in-link count (add.lua)

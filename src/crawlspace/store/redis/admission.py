@@ -59,12 +59,14 @@ def admit(
     page_host: str | None = None,
     cash: tuple[float, float, int] | None = None,
     exclusions: Calls = (),
+    via: int | None = None,
 ) -> Admission:
     """Enqueue-if-new with the per-host cap and the plan's keyed budgets (each candidate's keys
     are the plan's; the script only counts and compares). A fetched
     page's links (``page_host`` given) are its in-links too. Under AOPIC ``cash`` is
     (Lambda's per-page total, each candidate's cash, the priority that cash buys).
-    ``exclusions`` (``exclusion_calls``) are written in the same round trip."""
+    ``exclusions`` (``exclusion_calls``) are written in the same round trip. ``via``: the
+    URL id of the page whose completion admits them (records.py Lease.via_id)."""
     by_bucket: dict[int, list[object]] = {}
     caps = plan.caps
     priority = None if cash is None else cash[2]
@@ -97,7 +99,9 @@ def admit(
     if page_host is None or not inlink_cap:
         weight = inlink_cap = 0
     aopic = ("", "") if cash is None else (repr(cash[0]), repr(cash[1]))
-    links = (weight, inlink_cap, page_host or "", *aopic, int(frontier.limits.link_times))
+    page = page_host or ""
+    link_times = int(frontier.limits.link_times)
+    links = (weight, inlink_cap, page, *aopic, link_times, "" if via is None else via)
     budget_args = [arg for reason_cap in caps for arg in reason_cap]
     calls: list[tuple[int, Sequence[object]]] = []
     width = 9 + len(caps)

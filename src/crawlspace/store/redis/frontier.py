@@ -20,6 +20,7 @@ failover of those shards cannot lose them either.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -214,7 +215,14 @@ class RedisFrontier(ScriptRunner):
         page = lease.host_key if completion.state != "queued" else None
         links = None if cash is None else (cash.lambda_total, cash.share, cash.priced)
         admission = admit(
-            self, completion.discovered, now, plan, page_host=page, cash=links, exclusions=refused
+            self,
+            completion.discovered,
+            now,
+            plan,
+            page_host=page,
+            cash=links,
+            exclusions=refused,
+            via=lease.url_id,
         )
         if self.barrier.replicas > 0:
             self._replicate(lease.host_key, {c.host_key for c in completion.discovered})
@@ -260,6 +268,10 @@ class RedisFrontier(ScriptRunner):
         )
 
     # -- robots re-evaluation (crawl/leases.py), in the host's bucket (lua/reevaluate.lua) ------
+
+    def url_of(self, url_id: int) -> str | None:
+        (text,) = self.run("read_urls", url_id % self.buckets, "ids", url_key(url_id))
+        return str(json.loads(text)["url"]) if text else None
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         reply = self.run("reevaluate", self.bucket(host_key), "list", host_key, limit)

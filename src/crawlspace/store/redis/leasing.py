@@ -26,7 +26,7 @@ from crawlspace.urls import robots_url
 
 __all__ = ["grant", "ready_hosts"]
 
-LEASE_FIELDS = 21  # lua/lease.lua: the fields of one granted lease
+LEASE_FIELDS = 22  # lua/lease.lua: the fields of one granted lease
 
 
 # The first peek covers twice the index positions the last lease drew from, at least this many;
@@ -216,4 +216,5 @@ def _parse(frontier: Granting, f: Sequence[str], expires_at: float) -> Lease:
         lambda_paid=float(f[18] or 0.0),
         priority=int(float(f[19] or 0)),
         linked_at=float(f[20]) if f[20] else None,
+        via_id=int(f[21]) if f[21] else None,
     )

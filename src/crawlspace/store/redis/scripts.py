@@ -53,8 +53,9 @@ _SCRIPTS = (
 )
 _READ_SCRIPTS = ("count_urls", "read_urls")
 # Written after the bucket count in {ns}:buckets; a frontier without it has an older key layout
-# (front=1: front bands; urls=2: packed URL records and a fingerprint seen set).
-LAYOUT = ";front=1;urls=2"  # for store/redis/views.py
+# (front=1: front bands; urls=2: packed URL records and a fingerprint seen set; urls=3: the
+# records keep the page that led to each URL, "via").
+LAYOUT = ";front=1;urls=3"  # for store/redis/views.py
 
 
 # A prelude paragraph's definitions, the names a piece of Lua uses, and Lua comments.

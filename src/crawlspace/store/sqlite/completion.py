@@ -47,6 +47,7 @@ class CompletingRows(Protocol):
         inlinks: int = 0,
         *,
         orders_resolved: bool = False,
+        via: int | None = None,
     ) -> AddResult: ...
 
     def record_excluded(
@@ -202,7 +203,13 @@ def _take_links(
         links = sqlite_enqueue.resolve_query_orders(db, links)
     if links:
         result = store.add_in(
-            db, links, now, admitted, inlinks=int(counted_at_insert), orders_resolved=ignore_order
+            db,
+            links,
+            now,
+            admitted,
+            inlinks=int(counted_at_insert),
+            orders_resolved=ignore_order,
+            via=lease.url_id,
         )
         over_host_budget = result.rejected.get("budget_host", 0)
         rejections.update(result.rejected)

@@ -40,6 +40,7 @@ _FETCH_COLUMNS: Final = (
     ("near_dup_of", "INTEGER"),
     ("payload_key", "TEXT"),
     ("payload_digest", "TEXT"),
+    ("via", "TEXT"),
 )
 
 
@@ -128,6 +129,7 @@ def add_fresh(
     inlinks: int = 0,
     ignore_query_order: bool = False,
     linked_at: float | None = None,
+    via: int | None = None,
 ) -> tuple[int, list[UrlCandidate], set[str]]:
     """Insert the candidates the filter proves new; return (added, the rest, maybe-seen URLs).
 
@@ -169,6 +171,7 @@ def add_fresh(
                 inlinks,
                 stored_key(cand.url, ignore_query_order),
                 linked_at,
+                via,
             )
         )
     # No savepoint: inside one, SQLite copies every page the batch first touches to a statement
@@ -178,8 +181,8 @@ def add_fresh(
     before = db.total_changes
     db.executemany(
         "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
-        " discovered_at, updated_at, inlinks, seen_key, linked_at)"
-        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"
+        " discovered_at, updated_at, inlinks, seen_key, linked_at, via_id)"
+        " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (url) DO NOTHING",
         rows,
     )

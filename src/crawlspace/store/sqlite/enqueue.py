@@ -126,6 +126,7 @@ def add_candidates(
     ignore_query_order: bool = False,
     orders_resolved: bool = False,
     linked_at: float | None = None,
+    via: int | None = None,
 ) -> AddResult:
     """Enqueue-if-new: each URL not in ``urls`` becomes a queued row (the UNIQUE url is the
     exact seen set), counted on its host; returns what was added, seen and refused, and appends
@@ -150,6 +151,7 @@ def add_candidates(
             inlinks=inlinks,
             ignore_query_order=ignore_query_order,
             linked_at=linked_at,
+            via=via,
         )
     candidates, known = _settle_known(db, candidates)
     seen += known
@@ -163,8 +165,8 @@ def add_candidates(
             if admitted[host_id] >= per_host_limit:
                 cur = db.execute(
                     "INSERT OR IGNORE INTO urls (url, host_id, depth, priority, state, reason,"
-                    " redirect_hops, source, discovered_at, updated_at, seen_key)"
-                    " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?, ?)",
+                    " redirect_hops, source, discovered_at, updated_at, seen_key, via_id)"
+                    " VALUES (?, ?, ?, ?, 'excluded', 'budget_host', ?, ?, ?, ?, ?, ?)",
                     (
                         cand.url,
                         host_id,
@@ -175,6 +177,7 @@ def add_candidates(
                         now,
                         now,
                         stored_key(cand.url, ignore_query_order),
+                        via,
                     ),
                 )
                 if cur.rowcount:
@@ -187,7 +190,8 @@ def add_candidates(
         cur = db.execute(
             "INSERT INTO urls (url, host_id, depth, priority, state, redirect_hops, source,"
             " discovered_at, updated_at, lastmod, changefreq, sitemap_priority, inlinks,"
-            " seen_key, linked_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " seen_key, linked_at, via_id)"
+            " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (url) DO UPDATE SET state = 'queued', reason = NULL,"
             " host_id = excluded.host_id, depth = excluded.depth,"
             " priority = excluded.priority, updated_at = excluded.updated_at,"
@@ -208,6 +212,7 @@ def add_candidates(
                 inlinks,
                 stored_key(cand.url, ignore_query_order),
                 linked_at,
+                via,
             ),
         )
         if not cur.rowcount and cand.source == "sitemap_entry":

@@ -132,7 +132,7 @@ def _lease_pages(
         if row is None:
             continue
         url_id, url, version, attempts, depth, hops, etag, last_modified, source = row[:9]
-        interval, content_hash, changefreq, priority, linked_at = row[9:]
+        interval, content_hash, changefreq, priority, linked_at, via_id = row[9:15]
         lease_id = new_id()
         url_rows.append((lease_id, expires_at, url_id))
         # The host's new head and front band (store/sqlite/front.py: a lease keeps them itself).
@@ -161,6 +161,7 @@ def _lease_pages(
                 changefreq=changefreq,
                 priority=priority,
                 linked_at=linked_at,
+                via_id=via_id,
             )
         )
     db.executemany(

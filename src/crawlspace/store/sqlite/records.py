@@ -113,6 +113,7 @@ class CrawlRecords:
             ("sitemap_priority", "REAL"),
             ("seen_key", "TEXT"),
             ("linked_at", "REAL"),
+            ("via_id", "INTEGER"),
         )
         for column, kind in added:
             if column not in have:

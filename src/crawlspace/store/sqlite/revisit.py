@@ -39,7 +39,7 @@ URL_COLUMNS: Final = (
 
 PAGE_COLUMNS: Final = (
     "id, url, version, attempts, depth, redirect_hops, etag, last_modified, source,"
-    " revisit_interval, content_hash, changefreq, priority, linked_at"
+    " revisit_interval, content_hash, changefreq, priority, linked_at, via_id"
 )
 
 

@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS urls (
     lease_expires_at REAL,
     redirect_hops    INTEGER NOT NULL DEFAULT 0,
     source           TEXT NOT NULL,
+    -- The URL id of the page that first led to it (records.py Lease.via_id); NULL: a seed.
+    via_id           INTEGER,
     discovered_at    REAL NOT NULL,
     updated_at       REAL NOT NULL,
     etag             TEXT,
@@ -135,6 +137,8 @@ CREATE TABLE IF NOT EXISTS fetches (
     -- WARC-Payload-Digest (archive/captures.py), read back when a crawl resumes.
     payload_key    TEXT,
     payload_digest TEXT,
+    -- An error's linking page (records.py FetchRecord.via); NULL for the rest.
+    via            TEXT,
     UNIQUE (url_id, version)
 );
 CREATE INDEX IF NOT EXISTS fetches_text ON fetches (text_sha256) WHERE text_sha256 IS NOT NULL;

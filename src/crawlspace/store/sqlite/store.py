@@ -116,9 +116,11 @@ class SqliteStore(RecordsDelegate):
         inlinks: int = 0,
         *,
         orders_resolved: bool = False,
+        via: int | None = None,
     ) -> AddResult:
         """``orders_resolved``: the caller resolved the candidates' query orders already
-        (sqlite/enqueue.py resolve_query_orders), to pass in-links on to the stored URLs."""
+        (sqlite/enqueue.py resolve_query_orders), to pass in-links on to the stored URLs.
+        ``via``: the URL id of the page whose completion admits them."""
         return sqlite_enqueue.add_candidates(
             db,
             candidates,
@@ -131,6 +133,7 @@ class SqliteStore(RecordsDelegate):
             ignore_query_order=self.limits.ignore_query_order,
             orders_resolved=orders_resolved,
             linked_at=now if self.limits.link_times else None,
+            via=via,
         )
 
     def record_excluded(
@@ -242,6 +245,11 @@ class SqliteStore(RecordsDelegate):
             holds.give(db, host_key, holder, next_allowed_at)
 
     # -- robots re-evaluation (crawl/leases.py): the partial index urls_robots_reevaluated -----
+
+    def url_of(self, url_id: int) -> str | None:
+        with io_errors(self.path):
+            row = self._db.execute("SELECT url FROM urls WHERE id = ?", (url_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         with io_errors(self.path):

@@ -89,9 +89,9 @@ end
 -- validator that does), trailing empty fields left out. States and sources are one letter.
 -- `path` is the URL without its host key when it starts with it (rec_url), `hn` the host's
 -- number in the bucket (host_num). Decoded, an empty field is nil, as HMGET's absent field was.
-local REC_FIELDS = {'state', 'version', 'prio', 'depth', 'hops', 'src', 'hn', 'path', 'attempts',
-  'lease', 'epoch', 'reason', 'at', 'etag', 'lm', 'ri', 'nf', 'lc', 'ch', 'cf', 'due', 'cash',
-  'lp', 'lk'}
+local REC_FIELDS = {'state', 'version', 'prio', 'depth', 'hops', 'src', 'hn', 'path', 'via',
+  'attempts', 'lease', 'epoch', 'reason', 'at', 'etag', 'lm', 'ri', 'nf', 'lc', 'ch', 'cf', 'due',
+  'cash', 'lp', 'lk'}
 local STATE_NAMES = {q = 'queued', l = 'leased', f = 'fetched', r = 'redirected', x = 'excluded',
   e = 'failed', n = 'not_modified'}
 local SRC_NAMES = {k = 'link', s = 'seed', m = 'sitemap', e = 'sitemap_entry', r = 'redirect',
@@ -125,11 +125,11 @@ local function src_code(v)
 end
 local function rec_encode(r)
   local out = {state_code(r.state), r.version or '', r.prio or '',
-    r.depth or '', r.hops or '', src_code(r.src), r.hn or '', r.path or '',
+    r.depth or '', r.hops or '', src_code(r.src), r.hn or '', r.path or '', r.via or '',
     r.attempts or '', r.lease or '', r.epoch or '', r.reason or '', r.at or '', r.etag or '',
     r.lm or '', r.ri or '', r.nf or '', r.lc or '', r.ch or '', r.cf or '', r.due or '',
     r.cash or '', r.lp or '', r.lk or ''}
-  local n = 24
+  local n = 25
   while n > 0 and out[n] == '' do n = n - 1 end
   return table.concat(out, '\31', 1, n)
 end

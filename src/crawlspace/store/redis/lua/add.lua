@@ -2,7 +2,9 @@
 -- in-link weight and cap (0 0: links are not in-links, e.g. seeds), the page's
 -- host ('' none), Lambda's per-page total ('' unless AOPIC) and each candidate's cash (a page's
 -- links: the page's share for each; seeds and sitemaps: the seed cash), whether to keep when each
--- URL was last linked ('1': records.py Lease.linked_at, the record's lk), nb (keyed budgets), then
+-- URL was last linked ('1': records.py Lease.linked_at, the record's lk), the URL id of the page
+-- whose completion admits them ('' none: records.py Lease.via_id, the record's via, kept without
+-- its leading zeros), nb (keyed budgets), then
 -- nb pairs (reason, cap), then 9 + nb fields per candidate: url, host, depth, priority, hops,
 -- source, sitemap changefreq ('' none), its fingerprint (seen_key), its stale_before ('' none:
 -- records.py UrlCandidate; a known URL whose last visit ended before it and whose revisit is
@@ -31,13 +33,14 @@ local weight, inlink_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
 local page_host = ARGV[7]
 local lam, cash = ARGV[8], ARGV[9]
 local linked = ARGV[10] == '1'
-local nb = tonumber(ARGV[11])
+local via = ARGV[11] ~= '' and string.format('%d', tonumber(ARGV[11])) or nil
+local nb = tonumber(ARGV[12])
 local reasons, caps = {}, {}
 for b = 1, nb do
-  reasons[b] = ARGV[10 + 2 * b]
-  caps[b] = tonumber(ARGV[11 + 2 * b])
+  reasons[b] = ARGV[11 + 2 * b]
+  caps[b] = tonumber(ARGV[12 + 2 * b])
 end
-local first = 12 + 2 * nb
+local first = 13 + 2 * nb
 local focus = {}  -- id, url of each URL admitted on the page's host
 local width = 9 + nb
 local before = marks()
@@ -178,7 +181,7 @@ for i = first, #ARGV, width do
     local refused = refusal(host, i)
     local r = {state = refused and 'excluded' or 'queued', version = '1', prio = ARGV[i + 3],
       depth = ARGV[i + 2], hops = ARGV[i + 4], src = ARGV[i + 5], hn = host_num(host),
-      path = path_of(url, host), cf = ARGV[i + 6]}
+      path = path_of(url, host), via = via, cf = ARGV[i + 6]}
     if lam ~= '' then r.cash, r.lp = cash, lam end
     if linked then r.lk = NOW end
     if refused then

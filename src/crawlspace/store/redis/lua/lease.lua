@@ -1,12 +1,13 @@
 -- Grant up to `limit` leases from this bucket's hosts whose next-allowed time is <= now.
 -- ARGV: prefix, now, limit, expires_at, epoch, max_in_flight, bucket, revisit share, aging.
 -- Hosts go in order of rank across the front bands (best_ready, bands.py).
--- Returns {index update (_common.lua), leases}: 21 fields per lease: kind, lease id, host, url,
+-- Returns {index update (_common.lua), leases}: 22 fields per lease: kind, lease id, host, url,
 -- id, version, attempt, depth, hops, etag, last_modified ('' for none), source, host backoff
 -- level, host failure streak, the recrawl state: revisit interval, content hash and sitemap
 -- changefreq ('' for none), AOPIC's cash and Lambda paid ('' for none, frontier/aopic.py), and
 -- the URL's queue priority (records.py Lease.priority) and when a page last linked it ('' not
--- kept: Lease.linked_at, frontier/retirement.py).
+-- kept: Lease.linked_at, frontier/retirement.py), and the id of the page that first led to it
+-- ('' none: Lease.via_id).
 -- A host queue holds two priority bands: promoted revisits below 0 (promote.lua), new URLs at
 -- 0 and above. When a host has both, about `revisit share` of its contested leases take a
 -- revisit (a deficit count per host: rv, nw), so neither freshness nor discovery starves.
@@ -61,7 +62,7 @@ while granted < limit do
       redis.call('ZADD', LEASES, expires_at, 'R|' .. lid .. '|' .. host)
       redis.call('HINCRBY', h, 'inflight', 1)
       for _, f in ipairs({'robots', lid, host, '', '0', '0', '1', '0', '0', '', '', 'robots', '0',
-          '0', '', '', '', '', '', '0', ''}) do
+          '0', '', '', '', '', '', '0', '', ''}) do
         out[#out + 1] = f
       end
       granted = granted + 1
@@ -80,7 +81,7 @@ while granted < limit do
         redis.call('HINCRBY', h, 'inflight', 1)
         local rec = {'page', lid, host, rec_url(r, host), id, r.version, r.attempts, r.depth,
           r.hops, r.etag or '', r.lm or '', r.src, hv[2] or '0', hv[3] or '0', r.ri or '',
-          r.ch or '', r.cf or '', r.cash or '', r.lp or '', r.prio or '0', r.lk or ''}
+          r.ch or '', r.cf or '', r.cash or '', r.lp or '', r.prio or '0', r.lk or '', r.via or ''}
         for _, f in ipairs(rec) do out[#out + 1] = f end
         granted = granted + 1
       end
