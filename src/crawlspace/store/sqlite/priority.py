@@ -93,18 +93,23 @@ class Ranking:
         if self.cash is None:
             if step is not None and step.points and step.pages:
                 # A new URL's priority stays >= 0: below 0 is the revisit band
-                # (sqlite/revisit.py), where it would be taken for a due revisit.
+                # (sqlite/revisit.py), where it would be taken for a due revisit. Past the cap
+                # an in-link moves nothing, so the count stops at cap + 1 (as a link's target
+                # it is then only read, not written: most of a page's links are its site's
+                # navigation, linked by every page), unless the link time is kept.
                 weight = step.points
+                saturated = "" if linked else " AND inlinks <= ?"
+                cap = () if linked else (step.pages,)
                 db.executemany(
                     "UPDATE urls SET inlinks = inlinks + 1, priority = CASE WHEN"
                     " state = 'queued' AND inlinks BETWEEN 1 AND ? THEN CASE WHEN priority >= 0"
                     f" THEN MAX(priority - ?, 0) ELSE priority - ? END ELSE priority END{linked}"
-                    " WHERE url = ?",
-                    [(step.pages, weight, weight, *at, url) for url in targets],
+                    f" WHERE url = ?{saturated}",
+                    [(step.pages, weight, weight, *at, url, *cap) for url in targets],
                 )
-            else:
+            elif linked:  # in-links move nothing: only the link time is kept
                 db.executemany(
-                    f"UPDATE urls SET inlinks = inlinks + 1{linked} WHERE url = ?",
+                    f"UPDATE urls SET {linked.removeprefix(', ')} WHERE url = ?",
                     [(*at, u) for u in targets],
                 )
             return
