@@ -26,6 +26,7 @@ from crawlspace.crawl.capture_sharing import share_captures
 from crawlspace.crawl.idle import IdleCheck
 from crawlspace.crawl.leases import CrawlParts, LeaseRunner
 from crawlspace.crawl.parse_jobs import ParseLimits
+from crawlspace.crawl.scope_sharing import SharedScope
 from crawlspace.crawl.settings import SettingChange
 from crawlspace.crawl.setup import (
     SETTINGS_KEY,
@@ -140,7 +141,10 @@ class Crawler:
         if settings is not None:
             self.store.set_meta(SETTINGS_KEY, settings)
         lift_exclusions(self.store, changes, self.clock.now())
-        self.scope = crawl_scope(config, self.store.scope_seeds())
+        revision, seeds = self.store.scope_revision(), self.store.scope_seeds()
+        self.scope = crawl_scope(config, seeds)
+        shared = store_factory is not None  # other workers may add seeds
+        self._shared_scope = SharedScope(self.scope, self.store, seeds, revision, shared=shared)
         self.discovery = link_discovery(config, self.scope, filters)
         self._stop_reason: str | None = None
         self._wake = asyncio.Event()
@@ -319,6 +323,16 @@ class Crawler:
             self._abandon = True
         self.request_stop(signal.Signals(sig).name.lower())
 
+    def _look_around(self, started: float, steering: Steering) -> None:
+        """Between two rounds of leases: the run's limits, the operator's commands and the
+        seeds other workers added."""
+        if self.config.duration is not None and time.monotonic() - started >= self.config.duration:
+            self.request_stop("duration")
+        if self._budget.reached is not None:
+            self.request_stop(self._budget.reached)
+        steering.poll(time.monotonic(), add_seeds=self.add_seeds, request_stop=self.request_stop)
+        self._shared_scope.refresh(time.monotonic())
+
     async def _dispatch(
         self, visitor: Visitor, started: float, progress: object | None, steering: Steering
     ) -> None:
@@ -329,13 +343,7 @@ class Crawler:
         last_expire = last_promote = 0.0
         while True:
             now = self.clock.now()
-            if config.duration is not None and time.monotonic() - started >= config.duration:
-                self.request_stop("duration")
-            if self._budget.reached is not None:
-                self.request_stop(self._budget.reached)
-            steering.poll(
-                time.monotonic(), add_seeds=self.add_seeds, request_stop=self.request_stop
-            )
+            self._look_around(started, steering)
             if self._stop_reason is not None:
                 break
             if now - last_expire >= min(EXPIRE_EVERY, config.lease_seconds / 4):
@@ -349,6 +357,7 @@ class Crawler:
             leases = self.store.lease(now, free, config.lease_seconds) if free > 0 else []
             self._budget.granted(leases, free)
             for lease in leases:
+                self._shared_scope.leased(lease.url, time.monotonic())
                 task = asyncio.create_task(self.leases.run(visitor, lease))
                 tasks[task] = lease
                 task.add_done_callback(functools.partial(self._on_task_done, tasks))

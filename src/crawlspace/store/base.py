@@ -283,6 +283,13 @@ class Store(Frontier, CrawlRecordsView, Protocol):
         themselves, or their host keys)."""
         ...
 
+    def scope_revision(self) -> int:
+        """A number that changes whenever another process adds seeds of a new host (a worker
+        steered from its dashboard, `crawlspace seed` during the crawl): then ``scope_seeds``
+        holds more, and this process's scope widens with them (crawl/scope_sharing.py). 0 on
+        one process, whose seeds all come through it."""
+        ...
+
     def recover(self, now: float) -> int:
         """At start-up of the single owner: return every lease of a dead process to its queue."""
         ...

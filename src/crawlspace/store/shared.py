@@ -170,6 +170,9 @@ class SharedStore(RecordsDelegate):
     def scope_seeds(self) -> list[str]:
         return self.frontier.scope_seeds()
 
+    def scope_revision(self) -> int:
+        return self.frontier.scope_revision()
+
     def queued(self) -> int:
         return self.frontier.queued()
 

@@ -46,7 +46,8 @@ Every key of a bucket carries the hash tag ``{ns:bN}`` so it lives in one cluste
 Crawl-wide keys: ``{ns}:buckets`` (with the layout's version), ``{ns}:fpkey`` (the secret
 key of the seen set's fingerprints), ``{ns}:epoch`` (the last worker epoch taken),
 ``{ns}:settings`` (the crawl's stored settings, JSON: crawl/settings.py), ``{ns}:seeds`` (set:
-the seeds' host keys),
+the seeds' host keys) and ``{ns}:seeds:rev`` (bumped when a seed host joins: the workers'
+scopes widen, crawl/scope_sharing.py),
 ``{ns}:counters`` (hash: ``rejected.<reason>``, ``dedup.*``, ``wait.short``), the bucket index
 ``{ns:idx}:ready:F`` (one per front band), ``:leases``, ``:due``, ``:ver`` (index.py), the
 crawl-wide page and byte budgets ``{ns:budget}:*`` (lua/budget.lua), AOPIC's Lambda

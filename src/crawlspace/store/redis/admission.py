@@ -90,8 +90,9 @@ def admit(
     # which their host keys carry: one entry per seed host, not per seed (a crawl seeded with
     # 200,000 URLs kept ~95 bytes per URL in this set).
     seeds = {cand.host_key for cand in candidates if cand.source == "seed"}
-    if seeds:
-        frontier.client.sadd(f"{frontier.namespace}:seeds", *seeds)
+    if seeds and frontier.client.sadd(f"{frontier.namespace}:seeds", *seeds):
+        # A new seed host: the other workers' scopes widen with it (crawl/scope_sharing.py).
+        frontier.client.incr(f"{frontier.namespace}:seeds:rev")
     cap = frontier.limits.max_pages_per_host
     head = (num(now), -1 if cap is None else cap, frontier.limits.max_in_flight_per_host)
     inlinks = plan.inlinks

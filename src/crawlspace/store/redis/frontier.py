@@ -398,6 +398,10 @@ class RedisFrontier(ScriptRunner):
         """The seeds' host keys (a frontier written before they were, its seed URLs)."""
         return sorted(self.client.smembers(f"{self.namespace}:seeds"))
 
+    def scope_revision(self) -> int:
+        """Bumped by each admission that added a seed host (admission.py)."""
+        return int(self.retrying(lambda: self.client.get(f"{self.namespace}:seeds:rev")) or 0)
+
     # -- composed parts: host tokens outside leases (tokens.py), host notes (notes.py) --------
 
     def take_address(

@@ -419,6 +419,9 @@ class SqliteStore(RecordsDelegate):
     def crawl_progress(self) -> tuple[int, int] | None:
         return None  # one process: telemetry counts its own
 
+    def scope_revision(self) -> int:
+        return 0  # one process: every seed came through it
+
     def scope_seeds(self) -> list[str]:
         return [
             str(row[0]) for row in self._db.execute("SELECT url FROM urls WHERE source = 'seed'")
