@@ -112,6 +112,18 @@ def crawl_options(parser: argparse.ArgumentParser) -> None:
         help="call this function with each parsed page and store the dicts it returns as items",
     )
     add(
+        "--render",
+        choices=["never", "auto", "always"],
+        help="render pages that need JavaScript in headless Chromium (default never)",
+    )
+    add(
+        "--render-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="--render always renders this host's pages (repeatable; none: every host)",
+    )
+    add(
         "--page-requisites",
         action="store_true",
         help="also fetch the stylesheets, scripts, images and fonts pages embed",
@@ -189,6 +201,8 @@ def overrides(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]
         "sitemaps": tuple(args.sitemap),
         "metrics_port": args.metrics_port,
         "page_requisites": True if args.page_requisites else None,
+        "render": args.render,
+        "render_hosts": tuple(args.render_host),
         "extract": args.extract,
     }
     overrides.update(extra)

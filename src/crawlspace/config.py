@@ -243,6 +243,15 @@ class CrawlConfig:
     # The extraction hook, "module:function" (parse/extract.py): run on every parsed page in the
     # parse workers; what it returns is stored as items (`crawlspace export --what items`).
     extract: str | None = None
+    # The rendering tier (frontier/render_entry.py, render/browser.py): "never"; "auto" (a page
+    # whose plain parse found little text or no links, or an app shell); "always" (every HTML
+    # page of render_hosts, or of every host when none is named). Needs Playwright and the
+    # system's Chromium. A render may take render_timeout seconds; render_resources: renders
+    # fetch images, media and fonts too.
+    render: str = "never"
+    render_hosts: tuple[str, ...] = ()
+    render_timeout: float = 30.0
+    render_resources: bool = False
     # Across hosts (bands.py, frontier/front_queues.py): a ready host whose best queued URL is in
     # a better band (one link depth, or one halving of AOPIC cash) goes first; each
     # host_priority_aging seconds a host has waited ready count as one band, so none is starved
@@ -256,8 +265,10 @@ class CrawlConfig:
 
     @property
     def lease_seconds(self) -> float:
-        """A lease must outlive the longest fetch, or a slow fetch would let a second one start."""
-        return self.total_timeout + self.lease_grace
+        """A lease must outlive the longest fetch, or a slow fetch would let a second one start;
+        with rendering on, the fetch and then the page's render."""
+        render = self.render_timeout + self.total_timeout if self.render != "never" else 0.0
+        return self.total_timeout + self.lease_grace + render
 
     def __post_init__(self) -> None:
         # A list where a tuple is kept (allow_nets=["127.0.0.0/8"] from Python, as a TOML list

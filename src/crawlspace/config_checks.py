@@ -183,6 +183,10 @@ def _check_rules(config: Any) -> None:
         raise ConfigError(str(exc)) from None
     if config.proxy is not None:
         _check_proxy(config.proxy)
+    if config.render not in ("never", "auto", "always"):
+        raise ConfigError(f"render must be one of never, auto, always (got {config.render!r})")
+    if config.render_timeout <= 0:
+        raise ConfigError(f"render_timeout must be > 0 (got {config.render_timeout})")
     for net in config.allow_nets:
         try:
             ipaddress.ip_network(net, strict=False)

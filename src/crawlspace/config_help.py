@@ -42,6 +42,8 @@ FLAGS: Final = {
     "metrics_port": "--metrics-port PORT",
     "page_requisites": "--page-requisites",
     "extract": "--extract MODULE:FUNCTION",
+    "render": "--render never|auto|always",
+    "render_hosts": "--render-host HOST[:PORT]",
     "progress": "-q (off)",
 }
 
@@ -211,6 +213,13 @@ HELP: Final = {
     "max_requisites_per_page": "requisites admitted from one page at most (page_requisites)",
     "extract": "MODULE:FUNCTION called with each parsed page; the dicts it returns are stored as"
     " items (export --what items)",
+    "render": "render pages that need JavaScript in headless Chromium: never, auto (a page whose"
+    " parse found little text or no links, or an app shell) or always (render_hosts' pages);"
+    " needs Playwright (pip install 'crawlspace[render]') and the system's chromium",
+    "render_hosts": "HOST[:PORT] whose HTML pages render always renders (none named: every host)",
+    "render_timeout": "seconds one render may take; past it the browser is killed and the page"
+    " kept as fetched",
+    "render_resources": "renders fetch images, media and fonts too",
     "host_priority_aging": "seconds a ready host waits that count as one priority band across"
     " hosts (0: oldest first)",
 }

@@ -9,26 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.config import CrawlConfig, type_error
+from crawlspace.config_checks import hints_of, is_tuple
 from crawlspace.errors import ConfigError
 from crawlspace.fetch.settings import ResolveOverride
 
 __all__ = ["build_config", "coerce_setting", "given_settings"]
 
 _FIELD_NAMES = {f.name for f in fields(CrawlConfig)}
-_TUPLE_FIELDS = {
-    "allow_hosts",
-    "allow_nets",
-    "resolve",
-    "headers",
-    "host_headers",
-    "auth",
-    "sitemaps",
-    "strip_params",
-    "sort_query_hosts",
-    "exclude",
-    "include",
-    "priority_patterns",
-}
+# The list settings (a TOML list, a repeatable flag), as CrawlConfig's annotations say.
+_TUPLE_FIELDS = {name for name, kind in hints_of(CrawlConfig).items() if is_tuple(kind)}
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -60,6 +60,7 @@ class ExchangeRecords:
     payload_sha256: str | None  # hex sha256 of the payload as stored (still content-encoded)
     payload_digest: str | None  # the response's WARC-Payload-Digest, for later revisits
     revisit: bool = False  # the second record is a revisit of an earlier capture
+    response_id: str | None = None  # the second record's WARC-Record-ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +238,28 @@ class RecordBuilder:
             response_member=self.compress(self._records.serialize(response)),
             payload_sha256=payload_sha256,
             payload_digest=response.rec_headers.get_header("WARC-Payload-Digest"),
+            response_id=response_id,
         )
+
+    def conversion(self, url: str, html: bytes, made_at: float, refers_to: str | None) -> bytes:
+        """A rendered page's DOM as a WARC 1.1 conversion record (one gzip member) that refers
+        to the response it was rendered from (its WARC-Record-ID; None: not known)."""
+        headers = {
+            "WARC-Type": "conversion",
+            "WARC-Record-ID": self.make_id(),
+            "WARC-Date": warc_date(made_at),
+        }
+        if refers_to:
+            headers["WARC-Refers-To"] = refers_to
+        record = self._records.create_warc_record(
+            url,
+            "conversion",
+            payload=BytesIO(html),
+            length=len(html),
+            warc_content_type="text/html; charset=utf-8",
+            warc_headers_dict=headers,
+        )
+        return self.compress(self._records.serialize(record))
 
     def __getstate__(self) -> tuple[int, Callable[[], str]]:
         return self.compress_level, self.make_id

@@ -58,6 +58,7 @@ class WarcLocation:
     # The payload's key among the crawl's captures when this record holds it in full
     # (archive/captures.py; None: a revisit, or a payload not looked up).
     payload_key: str | None = None
+    record_id: str | None = None  # its WARC-Record-ID (what a conversion record refers to)
 
 
 class WarcWriter:
@@ -178,10 +179,20 @@ class WarcWriter:
             length=len(records.response_member),
             payload_sha256=records.payload_sha256,
             payload_digest=records.payload_digest,
+            record_id=records.response_id,
         )
         if self._size >= self.max_bytes:
             self.close()
         return location
+
+    def append_member(self, member: bytes) -> None:
+        """Append one record built elsewhere (a rendered page's conversion record)."""
+        out = self._current_file()
+        self._append(out, member)
+        self._size += len(member)
+        self.flush()
+        if self._size >= self.max_bytes:
+            self.close()
 
     def flush(self) -> None:
         """Hand buffered bytes to the OS (and to the disk when ``fsync`` is set)."""

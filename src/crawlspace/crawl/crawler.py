@@ -31,6 +31,7 @@ from crawlspace.crawl.settings import SettingChange
 from crawlspace.crawl.setup import (
     SETTINGS_KEY,
     OutDirLock,
+    check_render,
     crawl_scope,
     fetch_settings,
     frontier_limits,
@@ -38,6 +39,7 @@ from crawlspace.crawl.setup import (
     link_discovery,
     open_sqlite_store,
     open_warc,
+    renderer_for,
     run_on_loop,
     settle_settings,
 )
@@ -124,15 +126,11 @@ class Crawler:
                 self._lock.release()
                 raise
         self.config = config
-        if config.page_requisites:  # (as settled: a resumed crawl keeps what it started with)
-            self.processors.fetch_requisites()
-        if not hooked and config.extract != loaded:  # a resumed crawl's own hook
-            try:
-                extractor = load_extractor(config.extract) if config.extract else None
-            except ConfigError:
-                self._lock.release()
-                raise
-        self.extractor = extractor
+        try:
+            self.extractor = self._settled_parts(extractor, loaded)
+        except ConfigError:
+            self._lock.release()
+            raise
         self._store_factory = store_factory
         if store_factory is not None:  # a worker of a shared frontier (store/shared.py)
             self.store = store_factory(self.out_dir / "crawl.db")
@@ -157,6 +155,22 @@ class Crawler:
         )
 
     # What this run's leases came to (the progress line reads them).
+    def _settled_parts(self, extractor: Extractor | None, loaded: str | None) -> Extractor | None:
+        """What the settled settings add (a resumed crawl keeps what it started with): page
+        requisites, the rendering tier (Playwright and Chromium, or one line before any
+        write), and the crawl's own extraction hook unless one was passed in (``loaded``: the
+        one loaded for the given settings)."""
+        config = self.config
+        if config.render != "never":
+            check_render(config)
+            self.processors.render_signals()
+        if config.page_requisites:
+            self.processors.fetch_requisites()
+        passed_in = extractor is not None and loaded is None
+        if not passed_in and config.extract != loaded:
+            return load_extractor(config.extract) if config.extract else None
+        return extractor
+
     @property
     def pages_done(self) -> int:
         return self.leases.tally.pages_done
@@ -254,6 +268,7 @@ class Crawler:
                 total_timeout=self.config.total_timeout,
             ),
             hosts=HostGate(self.store, self.clock.now),
+            renderer=renderer_for(self.config),
             now=self.clock.now,
         )
         parts.captures.reload(self.store.recent_captures(parts.captures.size))
@@ -280,6 +295,8 @@ class Crawler:
                 await asyncio.gather(sharing, return_exceptions=True)
             if self._transport is None:
                 await transport.close()
+            if parts.renderer is not None:
+                await parts.renderer.close()
             pools.close()
             steering.close()
             warc.close()

@@ -38,6 +38,7 @@ from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import Learned
 from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, OutagePolicy, down, read_outage
 from crawlspace.frontier.priority import DEPTH_WEIGHT
+from crawlspace.frontier.render_entry import RENDER_NOTE, HostRenders, read_host
 from crawlspace.frontier.retirement import RETIRED, RetirementPolicy
 from crawlspace.frontier.sitemap_budget import SITEMAP_BUDGET, SITEMAP_NOTE, count_sitemaps
 from crawlspace.lifecycle import HOST_DOWN
@@ -74,8 +75,10 @@ class HostRules:
         retirement: RetirementPolicy | None = None,
         allowance: AllowancePolicy | None = None,
         max_sitemaps: int = 50,
+        render: bool = False,
     ) -> None:
         self._store = store
+        self._render = render  # the rendering tier is on: its host note is read too
         self._rules = rules
         self._now = now
         self._outages = outages or OutagePolicy()
@@ -98,6 +101,8 @@ class HostRules:
         names = [LEARNED, canon.NOTE, THROTTLE_NOTE, OUTAGE_NOTE, WINDOW_NOTE]
         if lease.source == SITEMAP_SOURCE:
             names.append(SITEMAP_NOTE)
+        if self._render:
+            names.append(RENDER_NOTE)
         if self._learn_equivalence:
             names += dust.note_names(url, order=self._learn_order)
         family = traps.url_family(url) if self._rules.sample else None
@@ -125,6 +130,11 @@ class HostRules:
         """The lease's host's current run of unanswered requests (frontier/outage.py), from
         the notes read before its fetch."""
         return read_outage(self._notes(lease).get(OUTAGE_NOTE))
+
+    def renders(self, lease: Lease) -> HostRenders:
+        """The lease's host's renders so far (frontier/render_entry.py), from the notes read
+        before its fetch."""
+        return read_host(self._notes(lease).get(RENDER_NOTE))
 
     def slowdown(self, lease: Lease) -> float:
         """What the politeness gap after this lease's page is multiplied by: its host's

@@ -168,6 +168,7 @@ class LeaseRunner:
             retirement=retirement_policy(parts.config),
             allowance=allowance_policy(parts.config),
             max_sitemaps=parts.config.max_sitemaps_per_host,
+            render=parts.config.render != "never",
         )
         self.tally = LeaseTally()
         self._flushed_waits = 0
@@ -212,6 +213,7 @@ class LeaseRunner:
                 throttled_since=host.throttled_since(lease),
                 outage=host.outage(lease),
                 slowdown=host.slowdown(lease),
+                renders=host.renders(lease),
             )
             await self.commit(lease, completion)
         except AddressBusyError as busy:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import importlib.util
 import logging
 import os
 from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from crawlspace.archive.recovery import RecoveredFile, recover_open_files, response_offsets
 from crawlspace.archive.warc import WarcWriter
@@ -41,10 +42,12 @@ from crawlspace.frontier.front_queues import front_queues
 from crawlspace.frontier.outage import OutagePolicy
 from crawlspace.frontier.plans import CompletionPolicy
 from crawlspace.frontier.priority import PriorityRules, compile_priority_patterns
+from crawlspace.frontier.render_entry import RENDER_MODES, RenderMode, RenderPolicy
 from crawlspace.frontier.retirement import RetirementPolicy
 from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.frontier.trap_yield import YieldRules
 from crawlspace.limits import AddressPolicy, RateCap
+from crawlspace.render.browser import Renderer, find_chromium
 from crawlspace.store.base import FrontierLimits, Store
 from crawlspace.store.sqlite.readonly import read_meta
 from crawlspace.store.sqlite.store import SqliteStore
@@ -309,3 +312,38 @@ def run_on_loop(crawl: Coroutine[Any, Any, T], event_loop: str) -> T:
         loop_factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(crawl)
+
+
+def render_policy(config: CrawlConfig) -> RenderPolicy:
+    """Which pages go to the rendering tier (frontier/render_entry.py). A render host given as
+    HOST[:PORT] stands for both schemes."""
+    hosts: set[str] = set()
+    for entry in config.render_hosts:
+        text = entry.strip().lower().rstrip("/")
+        hosts.update([text] if "://" in text else [f"http://{text}", f"https://{text}"])
+    mode: RenderMode = "never"
+    if config.render in RENDER_MODES:
+        mode = cast("RenderMode", config.render)
+    return RenderPolicy(mode=mode, hosts=frozenset(hosts))
+
+
+def check_render(config: CrawlConfig) -> None:
+    """A crawl that renders needs Playwright and a Chromium: refused in one line without them,
+    before anything is written (never accepted and then ignored)."""
+    if config.render == "never":
+        return
+    if importlib.util.find_spec("playwright") is None:
+        raise ConfigError(
+            f"--render {config.render} needs Playwright: pip install 'crawlspace[render]'"
+        )
+    if find_chromium() is None:
+        raise ConfigError(
+            f"--render {config.render} needs the system's Chromium: apt-get install chromium"
+        )
+
+
+def renderer_for(config: CrawlConfig) -> Renderer | None:
+    """The crawl's browser (started on its first render), or None when it renders nothing."""
+    if config.render == "never":
+        return None
+    return Renderer(user_agent=config.user_agent, timeout=config.render_timeout)

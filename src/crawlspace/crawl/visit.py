@@ -16,6 +16,7 @@ from crawlspace.archive.captures import Lookup
 from crawlspace.archive.reading import ArchiveReadError
 from crawlspace.archive.records import ExchangeRecords
 from crawlspace.archive.warc import WarcLocation
+from crawlspace.crawl.render_visit import render_page
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
     REDIRECT_STATUSES,
@@ -45,6 +46,7 @@ from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
 from crawlspace.frontier.backoff import THROTTLE_NOTE, HostWait, throttle_note
 from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, answered, failed_fetch
+from crawlspace.frontier.render_entry import HostRenders
 from crawlspace.lifecycle import HOST_DOWN
 from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.parse.processors import ProcessedContent
@@ -80,11 +82,13 @@ class Visitor:
         throttled_since: float | None = None,
         outage: Outage | None = None,
         slowdown: float = 1.0,
+        renders: HostRenders | None = None,
     ) -> Completion:
         """Fetch the leased page (``throttled_since``: when its host's current throttling
         streak began, frontier/backoff.py; ``outage``: its host's current run of unanswered
         requests, frontier/outage.py; ``slowdown``: its host's allowance, what its politeness
-        gap is multiplied by, frontier/allowance.py) and say how its visit ended."""
+        gap is multiplied by, frontier/allowance.py; ``renders``: its host's renders so far,
+        frontier/render_entry.py) and say how its visit ended."""
         config = self._parts.config
         if robots.outcome == DISALLOW_ALL and robots.error in FINAL_ROBOTS_ERRORS:
             return Completion(state="excluded", reason=robots.error)
@@ -148,6 +152,18 @@ class Visitor:
         completion = self._schedule_host(
             completion, host, response.ended_at, response.elapsed, crawl_delay, slowdown=slowdown
         )
+        if self._parts.renderer is not None and renders is not None:  # crawl/render_visit.py
+            completion = await render_page(
+                self._parts,
+                lease,
+                response,
+                completion,
+                content=content,
+                rules=rules,
+                crawl_delay=crawl_delay,
+                renders=renders,
+                refers_to=location.record_id,
+            )
         fetch = fetch_record(lease, response, location, content, self._parts.config.product_token)
         return replace(completion, fetch=fetch)
 

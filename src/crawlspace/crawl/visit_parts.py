@@ -15,7 +15,7 @@ from crawlspace.archive.records import Exchange, ExchangeRecords
 from crawlspace.archive.warc import WarcLocation, WarcWriter
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.addresses import AddressGate, HostGate
-from crawlspace.crawl.setup import outage_policy
+from crawlspace.crawl.setup import outage_policy, render_policy
 from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Discovery
 from crawlspace.fetch.body import BodyReader
@@ -23,9 +23,11 @@ from crawlspace.fetch.request_headers import RequestHeaders
 from crawlspace.fetch.transport import FetchRequest, FetchResponse, Transport
 from crawlspace.frontier.backoff import BackoffPolicy
 from crawlspace.frontier.politeness import PolitenessPolicy
+from crawlspace.frontier.render_entry import CrawlRenders
 from crawlspace.parse.extract import Extractor
 from crawlspace.parse.processors import ProcessorRegistry
 from crawlspace.records import Lease
+from crawlspace.render.browser import Renderer
 from crawlspace.robots.hop_answers import HopAnswers
 from crawlspace.robots.policy import RobotsPolicy
 
@@ -50,10 +52,16 @@ class VisitParts:
         extractor: Extractor | None = None,
         gate: AddressGate | None = None,
         hosts: HostGate | None = None,
+        renderer: Renderer | None = None,
         rand: Callable[[], float] = random.random,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.pools = pools
+        # The rendering tier (crawl/render_visit.py): its browser, None when the crawl renders
+        # nothing; which pages go there; and this process's renders so far.
+        self.renderer = renderer
+        self.render_policy = render_policy(config)
+        self.renders = CrawlRenders()
         self.extractor = extractor  # the user's items of each parsed page (parse/extract.py)
         self.gate = gate  # per server address tokens (crawl/addresses.py); None: none
         # Other hosts' tokens, for robots.txt redirect hops (crawl/addresses.py); None: none.

@@ -33,6 +33,7 @@ __all__ = [
     "HostRenders",
     "PageSignals",
     "RenderDecision",
+    "RenderMode",
     "RenderPolicy",
     "after_render",
     "host_note",

@@ -15,6 +15,7 @@ from typing import Final, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from crawlspace.parse.app_shell import app_shell
 from crawlspace.parse.css import css_references
 from crawlspace.parse.directives import NO_DIRECTIVES, RobotsDirectives, parse_robots_meta
 from crawlspace.urls import normalize
@@ -46,6 +47,9 @@ class HtmlPage:
     # What the page embeds (stylesheets, scripts, images, media, fonts through its <style>), raw
     # and in document order; empty unless extract() was asked for them.
     requisites: list[str] = field(default_factory=list)
+    # Whether it looks like a JavaScript app's empty shell (parse/app_shell.py); False unless
+    # extract() was asked (the rendering tier's entry rule reads it).
+    app_shell: bool = False
 
 
 _LINK_SELECTOR: Final = "a[href], area[href], frame[src], iframe[src]"
@@ -325,6 +329,7 @@ def extract(
     product_token: str,
     max_bytes: int = DEFAULT_MAX_BYTES,
     requisites: bool = False,
+    shell: bool = False,
 ) -> HtmlPage:
     """Parse ``body`` (the page fetched from ``base_url``) once and pull out what the crawl needs.
 
@@ -346,6 +351,7 @@ def extract(
     page_base = base_url
     if head.base_href and head.base_href.strip():
         page_base = normalize(head.base_href.strip(), base_url) or base_url
+    looks_like_shell = app_shell(tree) if shell else False  # (reads <script> and <noscript>)
     tree.strip_tags(_INVISIBLE_TAGS, recursive=True)
     body_node = tree.body
     text = _collapse(body_node.text(separator=" ")) if body_node is not None else ""
@@ -359,4 +365,5 @@ def extract(
         charset=charset,
         lang=_lang(tree),
         requisites=embedded,
+        app_shell=looks_like_shell,
     )

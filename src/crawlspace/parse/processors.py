@@ -51,6 +51,10 @@ class ProcessedContent:
     # nothing), parse/extract.py.
     items: list[str] = field(default_factory=list)
     extract_error: str | None = None
+    # For the rendering tier's entry rule (frontier/render_entry.py): the visible text's length,
+    # and whether the page looks like an app shell (asked for only while rendering is on).
+    text_chars: int = 0
+    app_shell: bool = False
 
 
 class ContentProcessor(Protocol):
@@ -66,14 +70,17 @@ def process_html(
     content_type: str | None,
     product_token: str,
     requisites: bool = False,
+    shell: bool = False,
 ) -> ProcessedContent:
-    """A page's links, text and head; its requisites too when asked (``page_requisites``)."""
+    """A page's links, text and head; its requisites too when asked (``page_requisites``), and
+    whether it looks like an app shell (``shell``: while the crawl renders pages)."""
     page = extract(
         body,
         base_url=url,
         content_type=content_type,
         product_token=product_token,
         requisites=requisites,
+        shell=shell,
     )
     links = [(link.href, link.nofollow) for link in page.links]
     anchors = [link.anchor for link in page.links]
@@ -99,6 +106,8 @@ def process_html(
         noindex=page.directives.noindex,
         nofollow=page.directives.nofollow,
         requisites=page.requisites,
+        text_chars=len(page.text),
+        app_shell=page.app_shell,
     )
 
 
@@ -128,11 +137,28 @@ class ProcessorRegistry:
     def fetch_requisites(self) -> None:
         """Pages report what they embed, and stylesheets what they import (page_requisites);
         a processor a user registered for HTML or CSS is kept as it is."""
-        html = functools.partial(process_html, requisites=True)
-        for mime in ("text/html", "application/xhtml+xml"):
-            if self._by_type.get(mime) is process_html:
-                self._by_type[mime] = html
+        self._html_with(requisites=True)
         self._by_type.setdefault("text/css", process_css)
+
+    def render_signals(self) -> None:
+        """Pages say whether they look like an app shell (the rendering tier's entry rule);
+        a processor a user registered for HTML is kept as it is."""
+        self._html_with(shell=True)
+
+    def _html_with(self, *, requisites: bool | None = None, shell: bool | None = None) -> None:
+        for mime in ("text/html", "application/xhtml+xml"):
+            current = self._by_type.get(mime)
+            if current is process_html:
+                had: dict[str, bool] = {}
+            elif isinstance(current, functools.partial) and current.func is process_html:
+                had = dict(current.keywords)
+            else:
+                continue
+            self._by_type[mime] = functools.partial(
+                process_html,
+                requisites=had.get("requisites", False) if requisites is None else requisites,
+                shell=had.get("shell", False) if shell is None else shell,
+            )
 
     def register(self, mime_type: str, processor: ContentProcessor) -> None:
         self._by_type[mime_type.lower()] = processor

@@ -120,9 +120,13 @@ class Renderer:
         self._browser: Any = None
         self._lock = asyncio.Lock()  # one page at a time
 
-    async def render(self, url: str, document: Answer, fetch: Fetch) -> RenderResult:
+    async def render(
+        self, url: str, document: Answer, fetch: Fetch, *, within: float | None = None
+    ) -> RenderResult:
         """Render ``url`` from its already fetched ``document``, every other request through
-        ``fetch`` (an ``Answer``, or a reason it was refused)."""
+        ``fetch`` (an ``Answer``, or a reason it was refused), within ``within`` seconds
+        (None: the renderer's own limit; never more)."""
+        limit = self._timeout if within is None else min(within, self._timeout)
         async with self._lock:
             browser = await self._started()
             context = await browser.new_context(
@@ -131,13 +135,11 @@ class Renderer:
             result = RenderResult(url, "")
             started = time.monotonic()
             try:
-                async with asyncio.timeout(self._timeout):
+                async with asyncio.timeout(limit):
                     await self._render_in(context, url, document, fetch, result)
             except TimeoutError:
                 await self._kill()
-                raise RenderError(
-                    "timeout", f"{url}: not rendered within {self._timeout} s"
-                ) from None
+                raise RenderError("timeout", f"{url}: not rendered within {limit:.1f} s") from None
             except RenderError:
                 await self._kill()
                 raise

@@ -1,0 +1,253 @@
+"""A fetched page rendered in the browser when the entry rule asks for it (issue #33).
+
+After the page's plain fetch and parse (crawl/visit.py), ``render_page`` asks the entry rule
+(frontier/render_entry.py) with what the parse found and the host's renders so far (its host
+note). A page it picks is rendered (render/browser.py) from the response already fetched, every
+request the page makes under the crawl's rules (crawl/render_requests.py), all within the
+lease. The rendered DOM is archived as a WARC ``conversion`` record referring to the response,
+parsed like any page, and its links join the page's own (admitted once, at the page's depth +
+1). The host's note counts the render, and stops the host's renders once they add nothing; the
+host's next lease waits until after the render's last request. A render that fails (past its
+time, a crashed page, no browser) keeps the page as its plain fetch left it: nothing is lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from crawlspace.crawl.render_requests import SKIPPED_RESOURCES, RenderRequests
+from crawlspace.crawl.visit_parts import VisitParts
+from crawlspace.errors import ParseBudgetError
+from crawlspace.fetch.transport import FetchResponse
+from crawlspace.frontier.render_entry import (
+    RENDER_NOTE,
+    CrawlRenders,
+    HostRenders,
+    PageSignals,
+    after_render,
+    host_note,
+    should_render,
+)
+from crawlspace.parse.processors import ProcessedContent
+from crawlspace.records import Completion, Lease, LinkRecord, UrlCandidate
+from crawlspace.render.browser import Answer, RenderError, RenderResult
+from crawlspace.robots import RobotsTxt
+from crawlspace.robots.policy import rules_for
+
+__all__ = ["render_page"]
+
+log = logging.getLogger("crawlspace.crawl.render")
+_T = TypeVar("_T")
+
+MIN_RENDER_SECONDS = 2.0  # less left in the lease than this: the page is kept unrendered
+
+
+async def render_page(
+    parts: VisitParts,
+    lease: Lease,
+    response: FetchResponse,
+    completion: Completion,
+    *,
+    content: ProcessedContent | None,
+    rules: RobotsTxt,
+    crawl_delay: float | None,
+    renders: HostRenders,
+    refers_to: str | None,
+) -> Completion:
+    """``completion`` with the page's render in it, when the entry rule asks for one
+    (``refers_to``: the WARC-Record-ID of the page's response record)."""
+    if parts.renderer is None or content is None or completion.state != "fetched":
+        return completion
+    html = "html" in (response.header("content-type") or "")
+    plain = PageSignals(html, content.text_chars, len(completion.links), content.app_shell)
+    decision = should_render(parts.render_policy, lease.host_key, plain, renders, parts.renders)
+    if not decision.render:
+        return completion
+    budget = lease.expires_at - parts.now() - parts.config.total_timeout
+    if budget < MIN_RENDER_SECONDS:
+        return _counted(completion, {"render.lease_short": 1})
+    free_at = completion.next_allowed_at or parts.now()
+    requests = _requests(parts, lease, rules, crawl_delay, free_at)
+    started = time.monotonic()
+    document = Answer(response.status, response.headers, response.body)
+    try:
+        result = await parts.renderer.render(
+            lease.url, document, requests, within=min(parts.config.render_timeout, budget)
+        )
+    except RenderError as exc:
+        log.warning("%s: not rendered (%s): %s", lease.url, exc.reason, exc)
+        seconds = time.monotonic() - started
+        done = _host_after(parts, renders, seconds, plain, plain)
+        failed = {"render.failed": 1, f"render.failed.{exc.reason}": 1}
+        return _with_render(completion, done, requests, failed)
+    rendered = await _parse(parts, lease, response, result)
+    seconds = time.monotonic() - started
+    if rendered is None:
+        done = _host_after(parts, renders, seconds, plain, plain)
+        return _with_render(completion, done, requests, {"render.failed": 1})
+    content_after, after = rendered
+    signals = PageSignals(True, content_after.text_chars, len(after.links), content_after.app_shell)
+    done = _host_after(parts, renders, seconds, plain, signals)
+    _archive_dom(parts, lease, result, refers_to)
+    log.info(
+        "%s: rendered in %.1f s, %d requests, %d links (%d before)",
+        lease.url,
+        seconds,
+        requests.sent,
+        len(after.links),
+        len(completion.links),
+    )
+    merged = _merged(completion, after)
+    counters = {
+        "render.pages": 1,
+        "render.links": max(0, len(merged.links) - len(completion.links)),
+    }
+    return _with_render(merged, done, requests, counters)
+
+
+def _requests(
+    parts: VisitParts,
+    lease: Lease,
+    rules: RobotsTxt,
+    crawl_delay: float | None,
+    free_at: float,
+) -> RenderRequests:
+    hosts = parts.hosts
+    assert hosts is not None  # a crawl that renders has its host gate (crawl/crawler.py)
+
+    def robots_of(host: str) -> RobotsTxt | None:
+        record = hosts.fresh_answer(host)
+        return None if record is None else rules_for(record)
+
+    config = parts.config
+    return RenderRequests(
+        lease=lease,
+        rules=rules,
+        user_agent=config.user_agent,
+        send=parts.fetch,
+        hosts=hosts,
+        robots_of=robots_of,
+        in_scope=lambda url: parts.discovery.scope.reason(url) is None,
+        gap=lambda seconds: parts.politeness.gap(seconds, crawl_delay),
+        now=parts.now,
+        archive=parts.archive,
+        free_at=free_at,
+        total_timeout=config.total_timeout,
+        skipped=frozenset() if config.render_resources else SKIPPED_RESOURCES,
+    )
+
+
+async def _parse(
+    parts: VisitParts, lease: Lease, response: FetchResponse, result: RenderResult
+) -> tuple[ProcessedContent, Completion] | None:
+    """The rendered DOM parsed as a page of its own URL: its content and a completion holding
+    its admitted links (None: the parse failed, the page keeps its plain parse)."""
+    processor = parts.processors.for_content_type("text/html")
+    if processor is None:
+        return None
+    try:
+        page = await parts.pools.parse_page(
+            processor,
+            result.html.encode("utf-8"),
+            url=response.url,
+            content_type="text/html; charset=utf-8",
+            product_token=parts.config.product_token,
+            parent_depth=lease.depth,
+            header_nofollow=False,
+        )
+    except ParseBudgetError as exc:
+        log.warning("%s: its rendered DOM was not parsed: %s", lease.url, exc)
+        return None
+    admission = page.admit(parts.discovery, parent_depth=lease.depth, header_nofollow=False)
+    found = Completion(
+        state="fetched",
+        links=admission.links,
+        discovered=admission.candidates,
+        excluded=admission.excluded,
+        rejections=dict(admission.rejections),
+    )
+    return page.content, found
+
+
+def _merged(plain: Completion, rendered: Completion) -> Completion:
+    """The plain parse's links and the rendered DOM's new ones, each URL once."""
+    links: Sequence[LinkRecord] = [
+        *plain.links,
+        *_new(plain.links, rendered.links, key=lambda link: link.to_url),
+    ]
+    discovered: Sequence[UrlCandidate] = [
+        *plain.discovered,
+        *_new(plain.discovered, rendered.discovered, key=lambda cand: cand.url),
+    ]
+    seen = {url for url, _ in plain.excluded}
+    excluded = [*plain.excluded, *(e for e in rendered.excluded if e[0] not in seen)]
+    rejections = dict(plain.rejections)
+    for reason, n in rendered.rejections.items():
+        rejections[reason] = rejections.get(reason, 0) + n
+    return dataclasses.replace(
+        plain,
+        links=list(links),
+        discovered=list(discovered),
+        excluded=excluded,
+        rejections=rejections,
+    )
+
+
+def _new(old: Sequence[_T], new: Sequence[_T], *, key: Callable[[_T], str]) -> list[_T]:
+    """The items of ``new`` whose ``key`` is not one of ``old``'s."""
+    known = {key(item) for item in old}
+    return [item for item in new if key(item) not in known]
+
+
+def _host_after(
+    parts: VisitParts,
+    renders: HostRenders,
+    seconds: float,
+    plain: PageSignals,
+    rendered: PageSignals,
+) -> HostRenders:
+    totals = parts.renders
+    parts.renders = CrawlRenders(totals.pages + 1, totals.seconds + seconds)
+    return after_render(parts.render_policy, renders, seconds, plain, rendered)
+
+
+def _archive_dom(
+    parts: VisitParts, lease: Lease, result: RenderResult, refers_to: str | None
+) -> None:
+    """The rendered DOM as a conversion record of the page's response."""
+    html = result.html.encode("utf-8")
+    parts.warc.append_member(parts.warc.builder.conversion(lease.url, html, parts.now(), refers_to))
+
+
+def _with_render(
+    completion: Completion,
+    host: HostRenders,
+    requests: RenderRequests,
+    counters: dict[str, int],
+) -> Completion:
+    """The host's render note, its next start after the render's last request, and the
+    render's counters."""
+    notes = {**completion.notes, RENDER_NOTE: host_note(host)}
+    counted = {
+        **counters,
+        "render.requests": requests.sent,
+        "render.bytes": requests.bytes,
+    }
+    done = dataclasses.replace(
+        completion,
+        notes=notes,
+        next_allowed_at=max(completion.next_allowed_at or 0.0, requests.free_at),
+    )
+    return _counted(done, counted)
+
+
+def _counted(completion: Completion, counters: dict[str, int]) -> Completion:
+    merged = dict(completion.counters)
+    for name, n in counters.items():
+        if n:
+            merged[name] = merged.get(name, 0) + n
+    return dataclasses.replace(completion, counters=merged)

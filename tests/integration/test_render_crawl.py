@@ -1,0 +1,161 @@
+"""`--render auto` end to end (issue #33), judged by the server's own request log: a single-page
+app whose links exist only after its script ran is crawled in full by `crawlspace crawl` and by
+two `crawlspace worker` processes; every request to the host, the browser's included, waits the
+host's gap and none overlaps another; the path robots.txt disallows is never asked for;
+ordinary pages are never rendered (their scripts are never fetched); the rendered DOM is in the
+WARC as a conversion record of the page's response. Without a Chromium the crawl is refused in
+one line."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlspace.demo.request_log import LoggedRequest, max_concurrency, min_gap
+from crawlspace.demo.sites import Response, robots_txt
+from crawlspace.demo.webfarm import Site, WebFarm
+from crawlspace.render.browser import find_chromium
+from tests.redis_servers import RedisDeployment
+from tests.workers import cli, crawl_with_workers
+
+pytestmark = pytest.mark.slow  # a browser and crawls of seconds (README)
+
+GAP = 0.3
+APP_JS = """
+fetch('/api/links.json').then(r => r.json()).then(paths => {
+  const app = document.getElementById('app');
+  for (const path of paths) {
+    const a = document.createElement('a'); a.href = path; a.textContent = 'Read ' + path;
+    app.appendChild(a);
+  }
+});
+fetch('/private/p.json').catch(() => {});
+"""
+SHELL = (
+    '<html><head><title>App</title></head><body><div id="app"></div>'
+    "<noscript>You need to enable JavaScript to run this app.</noscript>"
+    '<script src="/app.js"></script></body></html>'
+)
+WORDS = " ".join(f"word{i}" for i in range(80))  # plenty of text: not a thin page
+
+
+def _doc(n: int) -> str:
+    return (
+        f"<html><head><title>Doc {n}</title></head><body><h1>Doc {n}</h1><p>{WORDS}</p>"
+        '<a href="/">home</a><script src="/plain.js"></script></body></html>'
+    )
+
+
+def _site() -> Site:
+    def html(text: str) -> Response:
+        return Response(200, {"Content-Type": "text/html"}, text.encode())
+
+    return Site(
+        "app",
+        {
+            "/": html(SHELL),
+            "/app.js": Response(200, {"Content-Type": "text/javascript"}, APP_JS.encode()),
+            "/api/links.json": Response(
+                200, {"Content-Type": "application/json"}, b'["/docs/1.html", "/docs/2.html"]'
+            ),
+            "/private/p.json": Response(200, {"Content-Type": "application/json"}, b"{}"),
+            "/plain.js": Response(200, {"Content-Type": "text/javascript"}, b"var x = 1;"),
+            "/docs/1.html": html(_doc(1)),
+            "/docs/2.html": html(_doc(2)),
+            "/robots.txt": robots_txt("User-agent: *\nDisallow: /private/\n"),
+        },
+    )
+
+
+def _config(path: Path) -> Path:
+    path.write_text(
+        f'[crawl]\nallow_nets = ["127.0.0.0/8"]\nmin_delay = {GAP}\ndelay_factor = 0.0\n'
+        'render = "auto"\n'
+    )
+    return path
+
+
+def _needs_chromium() -> None:
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run does this)")
+    pytest.importorskip("playwright.async_api")
+
+
+def _assert_crawled_politely(log: list[LoggedRequest]) -> None:
+    paths = sorted(r.path_qs for r in log)
+    assert paths == sorted(
+        ["/robots.txt", "/", "/app.js", "/api/links.json", "/docs/1.html", "/docs/2.html"]
+    )  # the app's links followed; no disallowed path; the ordinary pages' script never
+    assert max_concurrency(log) == 1
+    assert (min_gap(log) or 0.0) >= GAP - 0.05
+
+
+def _conversions(directories: list[Path]) -> list[tuple[str, str, str]]:
+    """(target URI, WARC-Refers-To, the response record it names: its target URI)."""
+    ids: dict[str, str] = {}
+    found: list[tuple[str, str]] = []
+    for directory in directories:
+        for path in sorted((directory / "warc").glob("*.warc.gz")):
+            with path.open("rb") as stream:
+                for record in ArchiveIterator(stream):
+                    headers = record.rec_headers
+                    uri = headers.get_header("WARC-Target-URI")
+                    ids[headers.get_header("WARC-Record-ID")] = uri
+                    if record.rec_type == "conversion":
+                        body = record.content_stream().read().decode()
+                        assert 'href="/docs/1.html"' in body
+                        found.append((uri, headers.get_header("WARC-Refers-To")))
+    return [(uri, refers, ids.get(refers, "")) for uri, refers in found]
+
+
+def _counter(db_path: Path, name: str) -> int:
+    with sqlite3.connect(db_path) as db:
+        row = db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_crawl_renders_the_app_and_only_the_app(tmp_path: Path) -> None:
+    _needs_chromium()
+    out = tmp_path / "out"
+    with WebFarm({"app": _site()}) as farm:
+        home = farm.url("app", "/")
+        command = cli("crawl", home, "--out", str(out), "--config", str(_config(tmp_path / "c")))
+        subprocess.run([*command, "-q"], check=True, timeout=180)
+        assert farm.wait_idle()
+        log = farm.requests_for("app")
+    _assert_crawled_politely(log)
+    conversions = _conversions([out])  # refers to the page's response record
+    assert [(uri, named) for uri, _, named in conversions] == [(home, home)]
+    assert _counter(out / "crawl.db", "render.pages") == 1
+
+
+def test_workers_render_the_app_as_politely(tmp_path: Path, cluster: RedisDeployment) -> None:
+    _needs_chromium()
+    outs = [tmp_path / f"w{i}" for i in range(2)]
+    with WebFarm({"app": _site()}) as farm:
+        home = farm.url("app", "/")
+        config = _config(tmp_path / "c")
+        crawl_with_workers(cluster.url, "render", 16, config, seeds=[home], outs=outs, timeout=180)
+        assert farm.wait_idle()
+        log = farm.requests_for("app")
+    _assert_crawled_politely(log)
+    conversions = _conversions(outs)
+    assert [(uri, named) for uri, _, named in conversions] == [(home, home)]
+    assert sum(_counter(out / "crawl.db", "render.pages") for out in outs) == 1
+
+
+def test_without_chromium_a_render_is_refused_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no chromium on it
+    command = cli("crawl", "http://127.0.0.1:9/", "--out", str(out), "--render", "auto")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "--render auto needs the system's Chromium" in lines[0]
+    assert not (out / "crawl.db").exists()
