@@ -239,3 +239,23 @@ def test_the_search_index_benchmark_runs_fts5() -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "fts5" in done.stdout
+
+
+def test_the_render_benchmark_crawls_the_app_and_the_plain_site() -> None:
+    if shutil.which("chromium") is None or importlib.util.find_spec("playwright") is None:
+        pytest.skip("chromium or Playwright is not installed (.ci/run installs them)")
+    script = SCRIPT.parent / "render_bench.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [
+        line for line in done.stdout.splitlines() if line.startswith("| ") and "|---" not in line
+    ]
+    pages = {row.split("|")[1].strip(): int(row.split("|")[2]) for row in rows[1:]}
+    # Both sites crawled in full: the app's pages were found only by rendering them.
+    assert pages == {"plain HTML, no rendering": 13, "the same as an app, --render auto": 13}

@@ -19,6 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlspace.demo.request_log import LoggedRequest, max_concurrency, min_gap
 from crawlspace.demo.sites import Response, robots_txt
 from crawlspace.demo.webfarm import Site, WebFarm
+from crawlspace.ops.report import crawl_stats
 from crawlspace.render.browser import find_chromium
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
@@ -132,6 +133,8 @@ def test_a_crawl_renders_the_app_and_only_the_app(tmp_path: Path) -> None:
     conversions = _conversions([out])  # refers to the page's response record
     assert [(uri, named) for uri, _, named in conversions] == [(home, home)]
     assert _counter(out / "crawl.db", "render.pages") == 1
+    render = crawl_stats(out)["render"]  # `crawlspace stats`
+    assert (render["pages"], render["requests"], render["links"]) == (1, 2, 2)
 
 
 def test_workers_render_the_app_as_politely(tmp_path: Path, cluster: RedisDeployment) -> None:

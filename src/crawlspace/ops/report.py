@@ -68,6 +68,14 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
                 "SELECT name, value FROM counters WHERE name LIKE 'extract.%' ORDER BY name"
             )
         }
+        # The rendering tier (crawl/render_visit.py): pages rendered, their requests and bytes,
+        # the links only their DOM had, failed renders by reason.
+        render = {
+            str(name).removeprefix("render."): int(value)
+            for name, value in db.execute(
+                "SELECT name, value FROM counters WHERE name LIKE 'render.%' ORDER BY name"
+            )
+        }
         pages = one("SELECT COUNT(*) FROM fetches")
         html_pages = one("SELECT COUNT(*) FROM fetches WHERE text_sha256 IS NOT NULL")
         distinct_text = one("SELECT COUNT(DISTINCT text_sha256) FROM fetches")
@@ -114,6 +122,7 @@ def crawl_stats(out_dir: Path | str) -> dict[str, Any]:
             "warc_files": warc_files,
             "feed": feed_stats(db, Path(out_dir)),
             "extract": extract,
+            "render": render,
         }
     finally:
         db.close()

@@ -68,6 +68,8 @@ def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
         )
     if stats.get("recovery"):
         table.add_row("recovery", ", ".join(f"{k} {v}" for k, v in stats["recovery"].items()))
+    if stats.get("render"):
+        table.add_row("rendered", ", ".join(f"{k} {v}" for k, v in stats["render"].items()))
     console.print(table)
 
 
