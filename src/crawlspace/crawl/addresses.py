@@ -119,6 +119,11 @@ class HostTokenStore(Protocol):
     def give_host(self, host_key: str, holder: str, next_allowed_at: float) -> None: ...
 
 
+class CrawlTokens(AddressTokenStore, HostTokenStore, Protocol):
+    """Every token a crawl's requests take from its store: addresses', hosts' outside their
+    leases, and the rate cap's starts."""
+
+
 ANSWER_POLL = 0.5  # seconds between looks for an answer while waiting for a host's token
 
 

@@ -14,13 +14,11 @@ import logging
 import signal
 import time
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crawlspace.clock import Clock, SystemClock
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressGate, HostGate
 from crawlspace.crawl.budget import CrawlBudget
 from crawlspace.crawl.capture_sharing import share_captures
 from crawlspace.crawl.idle import IdleCheck
@@ -39,12 +37,12 @@ from crawlspace.crawl.setup import (
     link_discovery,
     open_sqlite_store,
     open_warc,
-    renderer_for,
     run_on_loop,
     settle_settings,
 )
 from crawlspace.crawl.stages import StagePools
 from crawlspace.crawl.steering import Steering
+from crawlspace.crawl.summary import CrawlSummary
 from crawlspace.crawl.visit import Visitor
 from crawlspace.crawl.visit_parts import VisitParts
 from crawlspace.discovery.links import UrlFilter
@@ -68,20 +66,6 @@ MAX_IDLE_WAIT = 0.5
 EXPIRE_EVERY = 5.0
 # How often --continuous moves due revisits into the queues (one indexed query when none is due).
 PROMOTE_EVERY = 0.2
-
-
-@dataclass
-class CrawlSummary:
-    stop_reason: str
-    pages: int = 0
-    robots_fetches: int = 0
-    errors: int = 0
-    elapsed: float = 0.0
-    out_dir: str = ""
-    error: str | None = None
-    # This run's bytes, visits not sent because their lease would have expired mid-fetch, and
-    # leases given back because their server's address was busy.
-    counts: dict[str, int] = field(default_factory=dict)
 
 
 class Crawler:
@@ -252,7 +236,7 @@ class Crawler:
             discovery=self.discovery,
             limits=ParseLimits(self.config.parse_cpu_seconds, self.config.parse_memory_mb),
         )
-        parts = VisitParts(
+        parts = VisitParts.for_crawl(
             self.config,
             transport,
             warc,
@@ -260,15 +244,7 @@ class Crawler:
             processors=self.processors,
             pools=pools,
             extractor=self.extractor,
-            gate=AddressGate(
-                transport.address_of,
-                self.store,
-                self.clock.now,
-                rate=frontier_limits(self.config).rate,
-                total_timeout=self.config.total_timeout,
-            ),
-            hosts=HostGate(self.store, self.clock.now),
-            renderer=renderer_for(self.config),
+            tokens=self.store,
             now=self.clock.now,
         )
         parts.captures.reload(self.store.recent_captures(parts.captures.size))
@@ -305,21 +281,9 @@ class Crawler:
             self.leases.flush_counts()
             self.telemetry.close(self.clock.now())
             self.store.set_meta("last_run_ended_at", str(self.clock.now()))
-        tally = self.leases.tally
-        return CrawlSummary(
-            stop_reason=self._stop_reason or "done",
-            error=self.fatal_error,
-            pages=self.pages_done,
-            robots_fetches=tally.robots_done,
-            errors=self.errors,
-            elapsed=time.monotonic() - started,
-            out_dir=str(self.out_dir),
-            counts={
-                "bytes": tally.bytes_done,
-                "leases_too_late": tally.leases_too_late,
-                "address_waits": tally.address_waits,
-            },
-        )
+        stop = self._stop_reason or "done"
+        elapsed = time.monotonic() - started
+        return CrawlSummary.of_run(stop, self.leases.tally, elapsed, str(self.out_dir))
 
     def _default_transport(self) -> Transport:
         from crawlspace.fetch.aiohttp_transport import AiohttpTransport

@@ -14,8 +14,8 @@ from crawlspace.archive.reading import ArchiveReadError, read_response
 from crawlspace.archive.records import Exchange, ExchangeRecords
 from crawlspace.archive.warc import WarcLocation, WarcWriter
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.addresses import AddressGate, HostGate
-from crawlspace.crawl.setup import outage_policy, render_policy
+from crawlspace.crawl.addresses import AddressGate, CrawlTokens, HostGate
+from crawlspace.crawl.setup import frontier_limits, outage_policy, render_policy, renderer_for
 from crawlspace.crawl.stages import StagePools
 from crawlspace.discovery.links import Discovery
 from crawlspace.fetch.body import BodyReader
@@ -95,6 +95,43 @@ class VisitParts:
             config.robots_retry_delay,
             config.robots_max_attempts,
             config.robots_min_cache_seconds,
+        )
+
+    @classmethod
+    def for_crawl(
+        cls,
+        config: CrawlConfig,
+        transport: Transport,
+        warc: WarcWriter,
+        discovery: Discovery,
+        *,
+        processors: ProcessorRegistry,
+        pools: StagePools,
+        extractor: Extractor | None,
+        tokens: CrawlTokens,
+        now: Callable[[], float],
+    ) -> VisitParts:
+        """A crawl's parts: the address and host tokens (and the rate cap) from its store,
+        the browser when it renders (crawl/setup.py)."""
+        gate = AddressGate(
+            transport.address_of,
+            tokens,
+            now,
+            rate=frontier_limits(config).rate,
+            total_timeout=config.total_timeout,
+        )
+        return cls(
+            config,
+            transport,
+            warc,
+            discovery,
+            processors=processors,
+            pools=pools,
+            extractor=extractor,
+            gate=gate,
+            hosts=HostGate(tokens, now),
+            renderer=renderer_for(config),
+            now=now,
         )
 
     def lookup(self, response: FetchResponse) -> Lookup:
