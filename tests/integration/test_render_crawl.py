@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlspace.dashboard.data import snapshot
 from crawlspace.demo.request_log import LoggedRequest, max_concurrency, min_gap
 from crawlspace.demo.sites import Response, robots_txt
 from crawlspace.demo.webfarm import Site, WebFarm
@@ -135,6 +136,8 @@ def test_a_crawl_renders_the_app_and_only_the_app(tmp_path: Path) -> None:
     assert _counter(out / "crawl.db", "render.pages") == 1
     render = crawl_stats(out)["render"]  # `crawlspace stats`
     assert (render["pages"], render["requests"], render["links"]) == (1, 2, 2)
+    summary = snapshot(out)["summary"]  # the dashboard's totals
+    assert summary["render"]["pages"] == 1
 
 
 def test_workers_render_the_app_as_politely(tmp_path: Path, cluster: RedisDeployment) -> None:

@@ -27,6 +27,7 @@ def exported() -> dict[str, set[str]]:
     metrics.failures.labels("timeout").inc()
     metrics.rejections.labels("robots").inc()
     metrics.robots.labels("allow_all").set(1)
+    metrics.renders.labels("rendered").inc()
     for family in metrics.registry.collect():
         labels = families.setdefault(family.name, set())
         for sample in family.samples:

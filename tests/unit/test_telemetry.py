@@ -167,3 +167,21 @@ def test_a_busy_metrics_port_is_a_clear_error(store: SqliteStore) -> None:
         telemetry = Telemetry(CrawlConfig(metrics_port=port), store)
         with pytest.raises(ConfigError, match=f"--metrics-port {port}"):
             telemetry.tick(0.0, 0)
+
+
+def test_a_renders_counters_reach_prometheus() -> None:
+    """crawl/render_visit.py's counters of a page's render, as the metrics count them."""
+    from crawlspace.records import Completion
+    from crawlspace.telemetry.metrics import CrawlMetrics
+
+    metrics = CrawlMetrics()
+    rendered = {"render.pages": 1, "render.ms": 1500, "render.requests": 3, "render.bytes": 900}
+    failed = {"render.failed": 1, "render.failed.timeout": 1, "render.ms": 30000}
+    for counters in (rendered, failed, {}):
+        metrics.observe_completion("http://a.example", Completion("fetched", counters=counters))
+    value = metrics.registry.get_sample_value
+    assert value("crawlspace_renders_total", {"outcome": "rendered"}) == 1
+    assert value("crawlspace_renders_total", {"outcome": "timeout"}) == 1
+    assert value("crawlspace_render_seconds_total") == 31.5
+    assert value("crawlspace_render_requests_total") == 3
+    assert value("crawlspace_render_bytes_total") == 900

@@ -82,13 +82,22 @@ async def render_page(
         log.warning("%s: not rendered (%s): %s", lease.url, exc.reason, exc)
         seconds = time.monotonic() - started
         done = _host_after(parts, renders, seconds, plain, plain)
-        failed = {"render.failed": 1, f"render.failed.{exc.reason}": 1}
+        failed = {
+            "render.failed": 1,
+            f"render.failed.{exc.reason}": 1,
+            "render.ms": max(1, round(1000 * seconds)),
+        }
         return _with_render(completion, done, requests, failed)
     rendered = await _parse(parts, lease, response, result)
     seconds = time.monotonic() - started
     if rendered is None:
         done = _host_after(parts, renders, seconds, plain, plain)
-        return _with_render(completion, done, requests, {"render.failed": 1})
+        failed = {
+            "render.failed": 1,
+            "render.failed.parse": 1,
+            "render.ms": max(1, round(1000 * seconds)),
+        }
+        return _with_render(completion, done, requests, failed)
     content_after, after = rendered
     signals = PageSignals(True, content_after.text_chars, len(after.links), content_after.app_shell)
     done = _host_after(parts, renders, seconds, plain, signals)
@@ -105,6 +114,7 @@ async def render_page(
     counters = {
         "render.pages": 1,
         "render.links": max(0, len(merged.links) - len(completion.links)),
+        "render.ms": max(1, round(1000 * seconds)),
     }
     return _with_render(merged, done, requests, counters)
 

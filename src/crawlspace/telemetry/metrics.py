@@ -10,6 +10,7 @@ backlog (pages are parsed inline in the fetch task, so there is no queue to meas
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from threading import Thread
 from wsgiref.simple_server import WSGIServer
 
@@ -105,6 +106,20 @@ class CrawlMetrics:
         self.pages_per_second = Gauge(
             "crawlspace_pages_per_second", "Pages stored per second, last interval", registry=r
         )
+        # The rendering tier (crawl/render_visit.py): pages by how their render ended
+        # ("rendered", or why it failed), the browser's time, its requests and their bytes.
+        self.renders = Counter(
+            "crawlspace_renders", "Pages rendered, by outcome", ["outcome"], registry=r
+        )
+        self.render_seconds = Counter(
+            "crawlspace_render_seconds", "Browser time spent rendering pages", registry=r
+        )
+        self.render_requests = Counter(
+            "crawlspace_render_requests", "Requests rendered pages made (sent)", registry=r
+        )
+        self.render_bytes = Counter(
+            "crawlspace_render_bytes", "Body bytes rendered pages' requests fetched", registry=r
+        )
         self._server: WSGIServer | None = None
         self._thread: Thread | None = None
 
@@ -126,6 +141,18 @@ class CrawlMetrics:
             for reason, count in rejections.items():
                 if count:
                     self.rejections.labels(reason).inc(count)
+        if "render.ms" in completion.counters:
+            self._observe_render(completion.counters)
+
+    def _observe_render(self, counters: Mapping[str, int]) -> None:
+        if counters.get("render.pages"):
+            self.renders.labels("rendered").inc()
+        for name in counters:
+            if name.startswith("render.failed."):
+                self.renders.labels(name.removeprefix("render.failed.")).inc()
+        self.render_seconds.inc(counters["render.ms"] / 1000.0)
+        self.render_requests.inc(counters.get("render.requests", 0))
+        self.render_bytes.inc(counters.get("render.bytes", 0))
 
     def serve(self, port: int) -> int:
         """Start the HTTP endpoint on loopback; returns the bound port (``port=0`` picks one)."""

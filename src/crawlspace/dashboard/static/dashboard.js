@@ -45,6 +45,10 @@
       ["hosts crawled", s.hosts_crawled + " / " + s.hosts], ["bytes", fmtBytes(s.bytes)],
       ["exact duplicates", fmtNum(s.exact_duplicates)]
     ];
+    var render = s.render || {};
+    if (render.pages || render.failed) {  // the rendering tier (--render): only when it ran
+      cards.push(["rendered (failed)", fmtNum(render.pages || 0) + " (" + fmtNum(render.failed || 0) + ")"]);
+    }
     box.replaceChildren.apply(box, cards.map(function (c) {
       var card = el("div", null, "card");
       card.appendChild(el("b", c[1]));
