@@ -252,6 +252,8 @@ class CrawlConfig:
     render_hosts: tuple[str, ...] = ()
     render_timeout: float = 30.0
     render_resources: bool = False
+    # Pages of one host rendered at most (its host note counts them on every engine).
+    render_max_pages_per_host: int | None = 500
     # Across hosts (bands.py, frontier/front_queues.py): a ready host whose best queued URL is in
     # a better band (one link depth, or one halving of AOPIC cash) goes first; each
     # host_priority_aging seconds a host has waited ready count as one band, so none is starved

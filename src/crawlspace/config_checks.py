@@ -92,6 +92,7 @@ def _check_counts(config: Any) -> None:
         "max_bytes",
         "duration",
         "max_rate",
+        "render_max_pages_per_host",
     ):
         value = getattr(config, name)
         if value is not None and value <= 0:

@@ -220,6 +220,7 @@ HELP: Final = {
     "render_timeout": "seconds one render may take; past it the browser is killed and the page"
     " kept as fetched",
     "render_resources": "renders fetch images, media and fonts too",
+    "render_max_pages_per_host": "pages of one host rendered at most",
     "host_priority_aging": "seconds a ready host waits that count as one priority band across"
     " hosts (0: oldest first)",
 }

@@ -135,6 +135,9 @@ class FetchRecord:
     payload_digest: str | None = None
     # The extraction hook's items of the page, as JSON texts (parse/extract.py).
     items: tuple[str, ...] = ()
+    # Whether the page was rendered in the browser too (crawl/render_visit.py): its links then
+    # include what only its rendered DOM had.
+    rendered: bool = False
     # An error's (status 400 or more) linking page: the URL of the page that led to this one
     # (Lease.via_id), as Heritrix's crawl.log "via". None: not an error, a seed, or not known.
     via: str | None = None

@@ -20,6 +20,7 @@ from crawlspace.dashboard.data import snapshot
 from crawlspace.demo.request_log import LoggedRequest, max_concurrency, min_gap
 from crawlspace.demo.sites import Response, robots_txt
 from crawlspace.demo.webfarm import Site, WebFarm
+from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import crawl_stats
 from crawlspace.render.browser import find_chromium
 from tests.redis_servers import RedisDeployment
@@ -138,6 +139,8 @@ def test_a_crawl_renders_the_app_and_only_the_app(tmp_path: Path) -> None:
     assert (render["pages"], render["requests"], render["links"]) == (1, 2, 2)
     summary = snapshot(out)["summary"]  # the dashboard's totals
     assert summary["render"]["pages"] == 1
+    rendered = {r["url"]: r["rendered"] for r in iter_records(out, "fetches")}  # the export
+    assert rendered == {home: True, home + "docs/1.html": False, home + "docs/2.html": False}
 
 
 def test_workers_render_the_app_as_politely(tmp_path: Path, cluster: RedisDeployment) -> None:

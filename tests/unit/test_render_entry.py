@@ -113,3 +113,18 @@ def test_the_hosts_note_round_trips() -> None:
 def test_app_shells_are_told_from_pages(body: str, shell: bool) -> None:
     tree = LexborHTMLParser(f"<html><head><title>t</title></head><body>{body}</body></html>")
     assert app_shell(tree) is shell
+
+
+def test_the_settings_make_the_policy() -> None:
+    from crawlspace.config import CrawlConfig
+    from crawlspace.crawl.setup import render_policy
+
+    policy = render_policy(
+        CrawlConfig(
+            render="always", render_hosts=("app.example:8080",), render_max_pages_per_host=7
+        )
+    )
+    assert policy.mode == "always"
+    assert policy.hosts == {"http://app.example:8080", "https://app.example:8080"}
+    assert policy.max_pages_per_host == 7
+    assert render_policy(CrawlConfig()).mode == "never"

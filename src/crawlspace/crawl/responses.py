@@ -108,13 +108,16 @@ def fetch_record(
     location: WarcLocation,
     content: ProcessedContent | None,
     product_token: str,
+    *,
+    rendered: bool = False,
 ) -> FetchRecord:
-    """The fetch row of a visit that got a response."""
+    """The fetch row of a visit that got a response (``rendered``: in the browser too)."""
     # The WARC's payload is the body unless content-encoding was undone: hashed once then.
     same = response.body is response.raw_body and location.payload_sha256 is not None
     simhash, sketch = page_fingerprints(content)
     return FetchRecord(
         url=lease.url,
+        rendered=rendered,
         final_url=response.url,
         status=response.status,
         fetched_at=response.started_at,

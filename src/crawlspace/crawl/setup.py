@@ -324,7 +324,9 @@ def render_policy(config: CrawlConfig) -> RenderPolicy:
     mode: RenderMode = "never"
     if config.render in RENDER_MODES:
         mode = cast("RenderMode", config.render)
-    return RenderPolicy(mode=mode, hosts=frozenset(hosts))
+    return RenderPolicy(
+        mode=mode, hosts=frozenset(hosts), max_pages_per_host=config.render_max_pages_per_host
+    )
 
 
 def check_render(config: CrawlConfig) -> None:

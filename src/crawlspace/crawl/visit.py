@@ -164,7 +164,14 @@ class Visitor:
                 renders=renders,
                 refers_to=location.record_id,
             )
-        fetch = fetch_record(lease, response, location, content, self._parts.config.product_token)
+        fetch = fetch_record(
+            lease,
+            response,
+            location,
+            content,
+            self._parts.config.product_token,
+            rendered=bool(completion.counters.get("render.pages")),
+        )
         return replace(completion, fetch=fetch)
 
     def _failed(

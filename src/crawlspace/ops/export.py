@@ -28,7 +28,7 @@ QUERIES = {
     "fetches": (
         "SELECT url, final_url, status, fetched_at, duration_ms, content_type, bytes, truncated,"
         " content_sha256, text_sha256, noindex, canonical, warc_file, warc_offset, warc_length,"
-        " version, redirect_to FROM fetches ORDER BY id"
+        " version, redirect_to, rendered FROM fetches ORDER BY id"
     ),
     "events": (
         "SELECT event_id, seq, url, version, state, reason, status, content_sha256, text_sha256,"
@@ -70,7 +70,10 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
         learned = _learned(db) if what == "hosts" else {}
         if what == "items" and not _has_table(db, "items"):
             return  # a crawl.db from before the extraction hook: no items
-        for row in db.execute(QUERIES[what]):
+        query = QUERIES[what]
+        if what == "fetches" and "rendered" not in _columns(db, "fetches"):
+            query = query.replace(" rendered FROM", " 0 AS rendered FROM")  # an older crawl.db
+        for row in db.execute(query):
             record = dict(row)
             if what == "items":  # the item's own fields, after the page it came from
                 record = {"page_url": row["page_url"], "fetched_at": row["fetched_at"]}
@@ -80,7 +83,7 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
             if what == "urls" and record["host_key"] is None:
                 # URLs excluded at the frontier's entry have no host row.
                 record["host_key"] = host_key(record["url"])
-            for flag in ("truncated", "noindex", "nofollow"):
+            for flag in ("truncated", "noindex", "nofollow", "rendered"):
                 if flag in record:
                     record[flag] = bool(record[flag])
             yield record
@@ -138,6 +141,10 @@ def write_records(records: Iterable[dict[str, Any]], fmt: str, stream: TextIO) -
             writer.writerow({k: _csv_cell(v, terminal=terminal) for k, v in record.items()})
         count += 1
     return count
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:

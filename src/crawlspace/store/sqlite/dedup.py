@@ -41,6 +41,7 @@ _FETCH_COLUMNS: Final = (
     ("payload_key", "TEXT"),
     ("payload_digest", "TEXT"),
     ("via", "TEXT"),
+    ("rendered", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 

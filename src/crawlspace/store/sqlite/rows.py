@@ -50,8 +50,8 @@ def insert_fetch(
         "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
         " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
         " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to, payload_key,"
-        " payload_digest, via)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " payload_digest, via, rendered)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             lease.url_id,
             lease.version,
@@ -74,6 +74,7 @@ def insert_fetch(
             fetch.payload_key,
             fetch.payload_digest,
             fetch.via,
+            int(fetch.rendered),
         ),
     )
     db.executemany(

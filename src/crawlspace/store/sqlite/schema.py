@@ -139,6 +139,8 @@ CREATE TABLE IF NOT EXISTS fetches (
     payload_digest TEXT,
     -- An error's linking page (records.py FetchRecord.via); NULL for the rest.
     via            TEXT,
+    -- Rendered in the browser too (crawl/render_visit.py).
+    rendered       INTEGER NOT NULL DEFAULT 0,
     UNIQUE (url_id, version)
 );
 CREATE INDEX IF NOT EXISTS fetches_text ON fetches (text_sha256) WHERE text_sha256 IS NOT NULL;
