@@ -139,8 +139,12 @@ def test_a_crawl_renders_the_app_and_only_the_app(tmp_path: Path) -> None:
     assert (render["pages"], render["requests"], render["links"]) == (1, 2, 2)
     summary = snapshot(out)["summary"]  # the dashboard's totals
     assert summary["render"]["pages"] == 1
-    rendered = {r["url"]: r["rendered"] for r in iter_records(out, "fetches")}  # the export
+    fetches = {r["url"]: r for r in iter_records(out, "fetches")}  # the export
+    rendered = {url: row["rendered"] for url, row in fetches.items()}
     assert rendered == {home: True, home + "docs/1.html": False, home + "docs/2.html": False}
+    # The page's text is its rendered DOM's (the shell alone has none): what dedup and the
+    # index feed read.
+    assert fetches[home]["text_sha256"] is not None
 
 
 def test_workers_render_the_app_as_politely(tmp_path: Path, cluster: RedisDeployment) -> None:

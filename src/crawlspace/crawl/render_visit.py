@@ -57,19 +57,21 @@ async def render_page(
     crawl_delay: float | None,
     renders: HostRenders,
     refers_to: str | None,
-) -> Completion:
-    """``completion`` with the page's render in it, when the entry rule asks for one
-    (``refers_to``: the WARC-Record-ID of the page's response record)."""
+) -> tuple[Completion, ProcessedContent | None]:
+    """``completion`` with the page's render in it, when the entry rule asks for one, and the
+    page's content: the rendered DOM's when the render found more (its text is then what the
+    page's hashes and feed document are made of), else the plain parse's. ``refers_to``: the
+    WARC-Record-ID of the page's response record."""
     if parts.renderer is None or content is None or completion.state != "fetched":
-        return completion
+        return completion, content
     html = "html" in (response.header("content-type") or "")
     plain = PageSignals(html, content.text_chars, len(completion.links), content.app_shell)
     decision = should_render(parts.render_policy, lease.host_key, plain, renders, parts.renders)
     if not decision.render:
-        return completion
+        return completion, content
     budget = lease.expires_at - parts.now() - parts.config.total_timeout
     if budget < MIN_RENDER_SECONDS:
-        return _counted(completion, {"render.lease_short": 1})
+        return _counted(completion, {"render.lease_short": 1}), content
     free_at = completion.next_allowed_at or parts.now()
     requests = _requests(parts, lease, rules, crawl_delay, free_at)
     started = time.monotonic()
@@ -80,27 +82,16 @@ async def render_page(
         )
     except RenderError as exc:
         log.warning("%s: not rendered (%s): %s", lease.url, exc.reason, exc)
-        seconds = time.monotonic() - started
-        done = _host_after(parts, renders, seconds, plain, plain)
-        failed = {
-            "render.failed": 1,
-            f"render.failed.{exc.reason}": 1,
-            "render.ms": max(1, round(1000 * seconds)),
-        }
-        return _with_render(completion, done, requests, failed)
+        failed = _failed(parts, renders, started, plain, exc.reason)
+        return _with_render(completion, failed, requests), content
     rendered = await _parse(parts, lease, response, result)
-    seconds = time.monotonic() - started
     if rendered is None:
-        done = _host_after(parts, renders, seconds, plain, plain)
-        failed = {
-            "render.failed": 1,
-            "render.failed.parse": 1,
-            "render.ms": max(1, round(1000 * seconds)),
-        }
-        return _with_render(completion, done, requests, failed)
+        failed = _failed(parts, renders, started, plain, "parse")
+        return _with_render(completion, failed, requests), content
     content_after, after = rendered
+    seconds = time.monotonic() - started
     signals = PageSignals(True, content_after.text_chars, len(after.links), content_after.app_shell)
-    done = _host_after(parts, renders, seconds, plain, signals)
+    host = _host_after(parts, renders, seconds, plain, signals)
     _archive_dom(parts, lease, result, refers_to)
     log.info(
         "%s: rendered in %.1f s, %d requests, %d links (%d before)",
@@ -116,7 +107,35 @@ async def render_page(
         "render.links": max(0, len(merged.links) - len(completion.links)),
         "render.ms": max(1, round(1000 * seconds)),
     }
-    return _with_render(merged, done, requests, counters)
+    found_more = signals.text_chars > plain.text_chars or signals.links > plain.links
+    kept = _rendered_content(content, content_after) if found_more else content
+    return _with_render(merged, (host, counters), requests), kept
+
+
+def _failed(
+    parts: VisitParts, renders: HostRenders, started: float, plain: PageSignals, reason: str
+) -> tuple[HostRenders, dict[str, int]]:
+    """A render that failed: it counts against the host's budgets as one that added
+    nothing; the page keeps its plain fetch and parse."""
+    seconds = time.monotonic() - started
+    host = _host_after(parts, renders, seconds, plain, plain)
+    counters = {
+        "render.failed": 1,
+        f"render.failed.{reason}": 1,
+        "render.ms": max(1, round(1000 * seconds)),
+    }
+    return host, counters
+
+
+def _rendered_content(plain: ProcessedContent, rendered: ProcessedContent) -> ProcessedContent:
+    """The rendered DOM's content, with what only the plain parse made: the extraction
+    hook's items (it ran on the page as fetched) and the page's requisites."""
+    return dataclasses.replace(
+        rendered,
+        items=plain.items,
+        extract_error=plain.extract_error,
+        requisites=plain.requisites,
+    )
 
 
 def _requests(
@@ -168,6 +187,7 @@ async def _parse(
             product_token=parts.config.product_token,
             parent_depth=lease.depth,
             header_nofollow=False,
+            document_chars=parts.config.feed_text_chars if parts.config.feed else None,
         )
     except ParseBudgetError as exc:
         log.warning("%s: its rendered DOM was not parsed: %s", lease.url, exc)
@@ -235,12 +255,12 @@ def _archive_dom(
 
 def _with_render(
     completion: Completion,
-    host: HostRenders,
+    render: tuple[HostRenders, dict[str, int]],
     requests: RenderRequests,
-    counters: dict[str, int],
 ) -> Completion:
     """The host's render note, its next start after the render's last request, and the
     render's counters."""
+    host, counters = render
     notes = {**completion.notes, RENDER_NOTE: host_note(host)}
     counted = {
         **counters,

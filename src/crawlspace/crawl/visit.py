@@ -153,7 +153,7 @@ class Visitor:
             completion, host, response.ended_at, response.elapsed, crawl_delay, slowdown=slowdown
         )
         if self._parts.renderer is not None and renders is not None:  # crawl/render_visit.py
-            completion = await render_page(
+            completion, content = await render_page(
                 self._parts,
                 lease,
                 response,
