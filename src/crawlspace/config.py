@@ -254,6 +254,11 @@ class CrawlConfig:
     render_resources: bool = False
     # Pages of one host rendered at most (its host note counts them on every engine).
     render_max_pages_per_host: int | None = 500
+    # What "auto" calls a page that needs rendering: visible text shorter than this, or fewer
+    # links (an app shell always); hosts it never renders (HOST[:PORT]).
+    render_min_text: int = 200
+    render_min_links: int = 1
+    render_skip_hosts: tuple[str, ...] = ()
     # Across hosts (bands.py, frontier/front_queues.py): a ready host whose best queued URL is in
     # a better band (one link depth, or one halving of AOPIC cash) goes first; each
     # host_priority_aging seconds a host has waited ready count as one band, so none is starved

@@ -186,6 +186,8 @@ def _check_rules(config: Any) -> None:
         _check_proxy(config.proxy)
     if config.render not in ("never", "auto", "always"):
         raise ConfigError(f"render must be one of never, auto, always (got {config.render!r})")
+    if config.render_min_text < 0 or config.render_min_links < 0:
+        raise ConfigError("render_min_text and render_min_links must be >= 0")
     if config.render_timeout <= 0:
         raise ConfigError(f"render_timeout must be > 0 (got {config.render_timeout})")
     for net in config.allow_nets:

@@ -221,6 +221,10 @@ HELP: Final = {
     " kept as fetched",
     "render_resources": "renders fetch images, media and fonts too",
     "render_max_pages_per_host": "pages of one host rendered at most",
+    "render_min_text": "render auto renders a page whose visible text is shorter than this"
+    " (characters)",
+    "render_min_links": "render auto renders a page with fewer links than this",
+    "render_skip_hosts": "HOST[:PORT] render auto never renders",
     "host_priority_aging": "seconds a ready host waits that count as one priority band across"
     " hosts (0: oldest first)",
 }

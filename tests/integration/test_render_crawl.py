@@ -172,3 +172,42 @@ def test_without_chromium_a_render_is_refused_in_one_line(tmp_path: Path) -> Non
     assert len(lines) == 1, done.stderr
     assert "--render auto needs the system's Chromium" in lines[0]
     assert not (out / "crawl.db").exists()
+
+
+def test_a_render_that_fails_keeps_the_page_as_fetched(tmp_path: Path) -> None:
+    """A page whose script never ends costs its render budget (render_timeout), not the page:
+    the fetch row keeps the plain fetch, says why the render failed, and its links are
+    followed; the next page renders in a fresh browser."""
+    _needs_chromium()
+    loop = (
+        '<html><body><p>Looping page.</p><a href="/next.html">next</a>'
+        "<script>while (true) {}</script></body></html>"
+    )
+    site = Site(
+        "app",
+        {
+            "/": Response(200, {"Content-Type": "text/html"}, loop.encode()),
+            "/next.html": Response(200, {"Content-Type": "text/html"}, SHELL.encode()),
+            "/app.js": Response(200, {"Content-Type": "text/javascript"}, APP_JS.encode()),
+            "/api/links.json": Response(200, {}, b'["/docs/1.html"]'),
+            "/docs/1.html": Response(200, {"Content-Type": "text/html"}, _doc(1).encode()),
+        },
+    )
+    config = tmp_path / "c"
+    config.write_text(
+        '[crawl]\nallow_nets = ["127.0.0.0/8"]\nmin_delay = 0.0\ndelay_factor = 0.0\n'
+        'render = "always"\nrender_timeout = 3.0\n'
+    )
+    out = tmp_path / "out"
+    with WebFarm({"app": site}) as farm:
+        home = farm.url("app", "/")
+        command = cli("crawl", home, "--out", str(out), "--config", str(config), "-q")
+        subprocess.run(command, check=True, timeout=180)
+        assert farm.wait_idle()
+    fetches = {r["url"]: r for r in iter_records(out, "fetches")}
+    assert (fetches[home]["rendered"], fetches[home]["render_error"]) == (False, "timeout")
+    assert fetches[home]["text_sha256"] is not None  # the plain page, kept
+    following = home + "next.html"
+    assert (fetches[following]["rendered"], fetches[following]["render_error"]) == (True, None)
+    assert home + "docs/1.html" in fetches  # found by rendering the next page
+    assert crawl_stats(out)["render"]["failed.timeout"] == 1

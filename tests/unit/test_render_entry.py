@@ -128,3 +128,16 @@ def test_the_settings_make_the_policy() -> None:
     assert policy.hosts == {"http://app.example:8080", "https://app.example:8080"}
     assert policy.max_pages_per_host == 7
     assert render_policy(CrawlConfig()).mode == "never"
+    auto = render_policy(
+        CrawlConfig(
+            render="auto",
+            render_skip_hosts=("https://big.example",),
+            render_min_text=50,
+            render_min_links=3,
+        )
+    )
+    assert auto.opted_out == {"https://big.example"}
+    assert (auto.min_text_chars, auto.min_links) == (50, 3)
+    thin = PageSignals(html=True, text_chars=60, links=2)
+    assert should_render(auto, "https://app.example", thin, NONE, CRAWL).reason == "thin"
+    assert should_render(auto, "https://big.example", thin, NONE, CRAWL).reason == "opted_out"

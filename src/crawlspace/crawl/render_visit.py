@@ -38,7 +38,7 @@ from crawlspace.render.browser import Answer, RenderError, RenderResult
 from crawlspace.robots import RobotsTxt
 from crawlspace.robots.policy import rules_for
 
-__all__ = ["render_page"]
+__all__ = ["render_outcome", "render_page"]
 
 log = logging.getLogger("crawlspace.crawl.render")
 _T = TypeVar("_T")
@@ -110,6 +110,16 @@ async def render_page(
     found_more = signals.text_chars > plain.text_chars or signals.links > plain.links
     kept = _rendered_content(content, content_after) if found_more else content
     return _with_render(merged, (host, counters), requests), kept
+
+
+def render_outcome(completion: Completion) -> tuple[bool, str | None]:
+    """Whether the page was rendered, and why its render failed (None: it did not fail, or
+    none was tried), from its completion's counters."""
+    failed = (name for name in completion.counters if name.startswith("render.failed."))
+    reason = next(failed, None)
+    return bool(completion.counters.get("render.pages")), (
+        reason.removeprefix("render.failed.") if reason else None
+    )
 
 
 def _failed(

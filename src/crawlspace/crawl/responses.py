@@ -110,14 +110,17 @@ def fetch_record(
     product_token: str,
     *,
     rendered: bool = False,
+    render_error: str | None = None,
 ) -> FetchRecord:
-    """The fetch row of a visit that got a response (``rendered``: in the browser too)."""
+    """The fetch row of a visit that got a response (``rendered``: in the browser too;
+    ``render_error``: why a render tried failed)."""
     # The WARC's payload is the body unless content-encoding was undone: hashed once then.
     same = response.body is response.raw_body and location.payload_sha256 is not None
     simhash, sketch = page_fingerprints(content)
     return FetchRecord(
         url=lease.url,
         rendered=rendered,
+        render_error=render_error,
         final_url=response.url,
         status=response.status,
         fetched_at=response.started_at,

@@ -315,18 +315,27 @@ def run_on_loop(crawl: Coroutine[Any, Any, T], event_loop: str) -> T:
 
 
 def render_policy(config: CrawlConfig) -> RenderPolicy:
-    """Which pages go to the rendering tier (frontier/render_entry.py). A render host given as
+    """Which pages go to the rendering tier (frontier/render_entry.py). A host given as
     HOST[:PORT] stands for both schemes."""
-    hosts: set[str] = set()
-    for entry in config.render_hosts:
-        text = entry.strip().lower().rstrip("/")
-        hosts.update([text] if "://" in text else [f"http://{text}", f"https://{text}"])
     mode: RenderMode = "never"
     if config.render in RENDER_MODES:
         mode = cast("RenderMode", config.render)
     return RenderPolicy(
-        mode=mode, hosts=frozenset(hosts), max_pages_per_host=config.render_max_pages_per_host
+        mode=mode,
+        hosts=_host_keys(config.render_hosts),
+        opted_out=_host_keys(config.render_skip_hosts),
+        min_text_chars=config.render_min_text,
+        min_links=config.render_min_links,
+        max_pages_per_host=config.render_max_pages_per_host,
     )
+
+
+def _host_keys(entries: Iterable[str]) -> frozenset[str]:
+    keys: set[str] = set()
+    for entry in entries:
+        text = entry.strip().lower().rstrip("/")
+        keys.update([text] if "://" in text else [f"http://{text}", f"https://{text}"])
+    return frozenset(keys)
 
 
 def check_render(config: CrawlConfig) -> None:

@@ -16,14 +16,14 @@ from crawlspace.archive.captures import Lookup
 from crawlspace.archive.reading import ArchiveReadError
 from crawlspace.archive.records import ExchangeRecords
 from crawlspace.archive.warc import WarcLocation
-from crawlspace.crawl.render_visit import render_page
+from crawlspace.crawl.host_timing import failed_request, host_wait, schedule_host
+from crawlspace.crawl.render_visit import render_outcome, render_page
 from crawlspace.crawl.responses import (
     GONE_STATUSES,
     REDIRECT_STATUSES,
     RETRY_STATUSES,
     fetch_record,
     is_throttled,
-    parse_retry_after,
     redirect_completion,
     retry_or_fail,
 )
@@ -44,10 +44,9 @@ from crawlspace.errors import (
 )
 from crawlspace.faults import crash_point
 from crawlspace.fetch.transport import FetchRequest, FetchResponse
-from crawlspace.frontier.backoff import THROTTLE_NOTE, HostWait, throttle_note
-from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, answered, failed_fetch
+from crawlspace.frontier.backoff import THROTTLE_NOTE, throttle_note
+from crawlspace.frontier.outage import OUTAGE_NOTE, Outage, answered
 from crawlspace.frontier.render_entry import HostRenders
-from crawlspace.lifecycle import HOST_DOWN
 from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.parse.processors import ProcessedContent
 from crawlspace.parse.sitemap import MAX_SITEMAP_BYTES
@@ -116,13 +115,19 @@ class Visitor:
             host = self._parts.backoff.on_failure(
                 lease.host_backoff, lease.host_failures, self._parts.rand()
             )
-            completion, given_up = self._failed(lease, exc.reason, outage, ended)
+            completion, given_up = failed_request(self._parts, lease, exc.reason, outage, ended)
             if given_up:  # its queued URLs fail next, unsent (frontier/outage.py)
                 host = replace(host, wait=0.0)
-            return self._schedule_host(
-                completion, host, ended, ended - started, crawl_delay, slowdown=slowdown
+            return schedule_host(
+                self._parts,
+                completion,
+                host,
+                ended=ended,
+                seconds=ended - started,
+                crawl_delay=crawl_delay,
+                slowdown=slowdown,
             )
-        host = self._host_wait(lease, response)
+        host = host_wait(self._parts, lease, response)
         crash_point("after_response")
         lookup = self._parts.lookup(response)  # archived lately? (archive/captures.py)
         try:
@@ -149,9 +154,41 @@ class Visitor:
             notes[OUTAGE_NOTE] = ended_outage
         if notes != completion.notes:
             completion = replace(completion, notes=notes)
-        completion = self._schedule_host(
-            completion, host, response.ended_at, response.elapsed, crawl_delay, slowdown=slowdown
+        completion = schedule_host(
+            self._parts,
+            completion,
+            host,
+            ended=response.ended_at,
+            seconds=response.elapsed,
+            crawl_delay=crawl_delay,
+            slowdown=slowdown,
         )
+        return await self._finished(
+            lease,
+            response,
+            completion,
+            content=content,
+            location=location,
+            rules=rules,
+            crawl_delay=crawl_delay,
+            renders=renders,
+        )
+
+    async def _finished(
+        self,
+        lease: Lease,
+        response: FetchResponse,
+        completion: Completion,
+        *,
+        content: ProcessedContent | None,
+        location: WarcLocation,
+        rules: RobotsTxt,
+        crawl_delay: float | None,
+        renders: HostRenders | None,
+    ) -> Completion:
+        """The page rendered too when the crawl renders and its entry rule asks for it
+        (crawl/render_visit.py), then its fetch row."""
+        rendered, render_error = False, None
         if self._parts.renderer is not None and renders is not None:  # crawl/render_visit.py
             completion, content = await render_page(
                 self._parts,
@@ -164,68 +201,17 @@ class Visitor:
                 renders=renders,
                 refers_to=location.record_id,
             )
+            rendered, render_error = render_outcome(completion)
         fetch = fetch_record(
             lease,
             response,
             location,
             content,
             self._parts.config.product_token,
-            rendered=bool(completion.counters.get("render.pages")),
+            rendered=rendered,
+            render_error=render_error,
         )
         return replace(completion, fetch=fetch)
-
-    def _failed(
-        self, lease: Lease, reason: str, outage: Outage | None, now: float
-    ) -> tuple[Completion, bool]:
-        """A request that got no complete response: charged to its URL, or to its host when the
-        host is not answering at all (frontier/outage.py); and whether the host was given up."""
-        end = failed_fetch(self._parts.outages, reason, lease.attempt, outage, now)
-        if end.given_up:
-            log.warning(
-                "%s has not answered for %.0f s (max_outage_seconds): its queued URLs fail as %s",
-                lease.host_key,
-                now - outage.since if outage is not None else 0.0,
-                HOST_DOWN,
-            )
-        elif outage is None and end.note:
-            log.info("%s does not answer (%s); probing it, its URLs kept", lease.host_key, reason)
-        notes = {} if end.note is None else {OUTAGE_NOTE: end.note}
-        completion = Completion(end.state, end.reason, charged=end.charged, notes=notes)
-        return completion, end.given_up
-
-    def _host_wait(self, lease: Lease, response: FetchResponse) -> HostWait:
-        status = response.status
-        if status in RETRY_STATUSES:
-            retry_after = parse_retry_after(response.header("retry-after"), response.ended_at)
-            return self._parts.backoff.on_throttled(
-                lease.host_backoff, lease.host_failures, retry_after, self._parts.rand()
-            )
-        if status >= 500:
-            return self._parts.backoff.on_failure(
-                lease.host_backoff, lease.host_failures, self._parts.rand()
-            )
-        return self._parts.backoff.on_success(lease.host_backoff)
-
-    def _schedule_host(
-        self,
-        completion: Completion,
-        host: HostWait,
-        ended: float,
-        seconds: float,
-        crawl_delay: float | None,
-        *,
-        slowdown: float = 1.0,
-    ) -> Completion:
-        """The host's next start: the politeness gap, widened while it throttles us or by
-        its allowance, and never before a Retry-After or backoff it earned."""
-        politeness = self._parts.politeness.gap(seconds, crawl_delay)
-        gap = politeness * self._parts.backoff.gap_multiplier(host.level) * slowdown
-        return replace(
-            completion,
-            next_allowed_at=ended + max(gap, host.wait),
-            host_backoff=host.level,
-            host_failures=host.failures,
-        )
 
     async def _page_outcome(
         self,

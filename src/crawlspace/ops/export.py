@@ -28,7 +28,7 @@ QUERIES = {
     "fetches": (
         "SELECT url, final_url, status, fetched_at, duration_ms, content_type, bytes, truncated,"
         " content_sha256, text_sha256, noindex, canonical, warc_file, warc_offset, warc_length,"
-        " version, redirect_to, rendered FROM fetches ORDER BY id"
+        " version, redirect_to, rendered, render_error FROM fetches ORDER BY id"
     ),
     "events": (
         "SELECT event_id, seq, url, version, state, reason, status, content_sha256, text_sha256,"
@@ -71,8 +71,9 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
         if what == "items" and not _has_table(db, "items"):
             return  # a crawl.db from before the extraction hook: no items
         query = QUERIES[what]
-        if what == "fetches" and "rendered" not in _columns(db, "fetches"):
-            query = query.replace(" rendered FROM", " 0 AS rendered FROM")  # an older crawl.db
+        if what == "fetches" and "render_error" not in _columns(db, "fetches"):
+            old = " rendered, render_error FROM"  # an older crawl.db: neither column
+            query = query.replace(old, " 0 AS rendered, NULL AS render_error FROM")
         for row in db.execute(query):
             record = dict(row)
             if what == "items":  # the item's own fields, after the page it came from

@@ -42,6 +42,7 @@ _FETCH_COLUMNS: Final = (
     ("payload_digest", "TEXT"),
     ("via", "TEXT"),
     ("rendered", "INTEGER NOT NULL DEFAULT 0"),
+    ("render_error", "TEXT"),
 )
 
 

@@ -50,8 +50,8 @@ def insert_fetch(
         "INSERT INTO fetches (url_id, version, url, final_url, status, fetched_at,"
         " duration_ms, content_type, bytes, truncated, content_sha256, text_sha256,"
         " noindex, canonical, warc_file, warc_offset, warc_length, redirect_to, payload_key,"
-        " payload_digest, via, rendered)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " payload_digest, via, rendered, render_error)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             lease.url_id,
             lease.version,
@@ -75,6 +75,7 @@ def insert_fetch(
             fetch.payload_digest,
             fetch.via,
             int(fetch.rendered),
+            fetch.render_error,
         ),
     )
     db.executemany(

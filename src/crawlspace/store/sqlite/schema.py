@@ -141,6 +141,7 @@ CREATE TABLE IF NOT EXISTS fetches (
     via            TEXT,
     -- Rendered in the browser too (crawl/render_visit.py).
     rendered       INTEGER NOT NULL DEFAULT 0,
+    render_error   TEXT,
     UNIQUE (url_id, version)
 );
 CREATE INDEX IF NOT EXISTS fetches_text ON fetches (text_sha256) WHERE text_sha256 IS NOT NULL;
