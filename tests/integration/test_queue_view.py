@@ -19,11 +19,12 @@ import pytest
 from crawlspace.dashboard.data import SharedFrontier
 from crawlspace.dashboard.server import DashboardServer
 from crawlspace.demo.webfarm import Site, WebFarm, html
-from tests.integration.test_operator_views import CHROMIUM, CHROMIUM_ARGS
+from tests.integration.test_operator_views import browser
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli
 
 pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (README)
+__all__ = ["browser"]  # (the fixture, shared with the operator views' module)
 
 # The home page links pages the crawl's priority patterns put earlier or later.
 LINKED = [
@@ -122,16 +123,3 @@ def test_a_workers_queue_view_reads_the_shared_frontier(
     assert_lists_the_queue(urls, origin)
     subprocess.run([*worker, "-q", "--max-pages", "2"], check=True, timeout=60)
     assert fetched_after(farm, before) == [urls[0]["url"].removeprefix(origin)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run does this)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        yield instance
-        instance.close()
