@@ -162,3 +162,25 @@ def test_a_looping_or_swelling_script_costs_one_render(chromium: str) -> None:
     assert outcomes[0] == "timeout"
     assert outcomes[1] == "crashed"  # out of its JavaScript heap: the tab dies
     assert outcomes[2] == "rendered"  # a fresh browser after the kills
+
+
+def test_a_browser_that_will_not_start_is_a_failed_render() -> None:
+    """Playwright's own errors are a failed render (the page keeps its fetch), never a
+    failed visit."""
+    pytest.importorskip("playwright.async_api")
+    renderer = Renderer(user_agent="TestBot/1.0", timeout=20.0, executable="/bin/true")
+
+    async def refuse(request: BrowserRequest) -> Answer | str:
+        return "never asked"
+
+    async def main() -> None:
+        try:
+            await renderer.render("http://app.test/", Answer(200, [], b"<p>x</p>"), refuse)
+        finally:
+            await renderer.close()
+
+    started = time.monotonic()
+    with pytest.raises(RenderError) as failed:
+        asyncio.run(main())
+    assert failed.value.reason == "browser"
+    assert time.monotonic() - started < 20.0

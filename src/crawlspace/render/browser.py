@@ -128,10 +128,7 @@ class Renderer:
         (None: the renderer's own limit; never more)."""
         limit = self._timeout if within is None else min(within, self._timeout)
         async with self._lock:
-            browser = await self._started()
-            context = await browser.new_context(
-                user_agent=self._user_agent, service_workers="block", accept_downloads=False
-            )
+            context = await self._new_context()
             result = RenderResult(url, "")
             started = time.monotonic()
             try:
@@ -143,6 +140,10 @@ class Renderer:
             except RenderError:
                 await self._kill()
                 raise
+            except Exception as exc:  # Playwright's own errors (a navigation refused, a
+                # browser gone): a failed render, never a failed visit; the page keeps its fetch.
+                await self._kill()
+                raise RenderError("browser", f"{url}: {exc}") from exc
             finally:
                 result.seconds = time.monotonic() - started
                 if self._browser is not None:
@@ -198,6 +199,20 @@ class Renderer:
         if crashed.is_set():
             raise RenderError("crashed", f"{url}: the page crashed (out of memory?)")
         result.html = await page.content()
+
+    async def _new_context(self) -> Any:
+        """A fresh context (no cookies, no storage) in the browser, started if need be; a
+        browser that will not start or answer is a failed render (RenderError)."""
+        try:
+            browser = await self._started()
+            return await browser.new_context(
+                user_agent=self._user_agent, service_workers="block", accept_downloads=False
+            )
+        except RenderError:
+            raise
+        except Exception as exc:  # Playwright's own errors: the next render starts afresh
+            await self._kill()
+            raise RenderError("browser", f"the browser did not start: {exc}") from exc
 
     async def _started(self) -> Any:
         if self._browser is not None:
