@@ -211,3 +211,23 @@ def test_a_render_that_fails_keeps_the_page_as_fetched(tmp_path: Path) -> None:
     assert (fetches[following]["rendered"], fetches[following]["render_error"]) == (True, None)
     assert home + "docs/1.html" in fetches  # found by rendering the next page
     assert crawl_stats(out)["render"]["failed.timeout"] == 1
+
+
+def test_the_responses_x_robots_tag_holds_for_the_rendered_dom(tmp_path: Path) -> None:
+    """X-Robots-Tag came with the response, not the DOM: its nofollow holds for the links only
+    the rendered DOM has, and its noindex for the page."""
+    _needs_chromium()
+    site = _site()
+    site.routes["/"] = Response(
+        200, {"Content-Type": "text/html", "X-Robots-Tag": "noindex, nofollow"}, SHELL.encode()
+    )
+    out = tmp_path / "out"
+    with WebFarm({"app": site}) as farm:
+        home = farm.url("app", "/")
+        command = cli("crawl", home, "--out", str(out), "--config", str(_config(tmp_path / "c")))
+        subprocess.run([*command, "-q"], check=True, timeout=180)
+        assert farm.wait_idle()
+        paths = sorted(r.path_qs for r in farm.requests_for("app"))
+    assert paths == ["/", "/api/links.json", "/app.js", "/robots.txt"]  # rendered, not followed
+    (page,) = list(iter_records(out, "fetches"))
+    assert (page["rendered"], page["noindex"]) == (True, True)

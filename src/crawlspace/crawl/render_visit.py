@@ -32,6 +32,7 @@ from crawlspace.frontier.render_entry import (
     host_note,
     should_render,
 )
+from crawlspace.parse.directives import parse_x_robots_tag
 from crawlspace.parse.processors import ProcessedContent
 from crawlspace.records import Completion, Lease, LinkRecord, UrlCandidate
 from crawlspace.render.browser import Answer, RenderError, RenderResult
@@ -139,12 +140,15 @@ def _failed(
 
 def _rendered_content(plain: ProcessedContent, rendered: ProcessedContent) -> ProcessedContent:
     """The rendered DOM's content, with what only the plain parse made: the extraction
-    hook's items (it ran on the page as fetched) and the page's requisites."""
+    hook's items (it ran on the page as fetched) and the page's requisites; a noindex or
+    nofollow either said (the response's X-Robots-Tag is in the plain one) stands."""
     return dataclasses.replace(
         rendered,
         items=plain.items,
         extract_error=plain.extract_error,
         requisites=plain.requisites,
+        noindex=plain.noindex or rendered.noindex,
+        nofollow=plain.nofollow or rendered.nofollow,
     )
 
 
@@ -188,6 +192,8 @@ async def _parse(
     processor = parts.processors.for_content_type("text/html")
     if processor is None:
         return None
+    # X-Robots-Tag came with the response: its nofollow holds for the rendered DOM's links too.
+    headers = parse_x_robots_tag(response.header_values("x-robots-tag"), parts.config.product_token)
     try:
         page = await parts.pools.parse_page(
             processor,
@@ -196,13 +202,15 @@ async def _parse(
             content_type="text/html; charset=utf-8",
             product_token=parts.config.product_token,
             parent_depth=lease.depth,
-            header_nofollow=False,
+            header_nofollow=headers.nofollow,
             document_chars=parts.config.feed_text_chars if parts.config.feed else None,
         )
     except ParseBudgetError as exc:
         log.warning("%s: its rendered DOM was not parsed: %s", lease.url, exc)
         return None
-    admission = page.admit(parts.discovery, parent_depth=lease.depth, header_nofollow=False)
+    admission = page.admit(
+        parts.discovery, parent_depth=lease.depth, header_nofollow=headers.nofollow
+    )
     found = Completion(
         state="fetched",
         links=admission.links,
