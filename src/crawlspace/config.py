@@ -252,8 +252,13 @@ class CrawlConfig:
     render_hosts: tuple[str, ...] = ()
     render_timeout: float = 30.0
     render_resources: bool = False
-    # Pages of one host rendered at most (its host note counts them on every engine).
+    # Pages and browser seconds of one host rendered at most (its host note counts them on
+    # every engine); of the whole crawl, every worker together (the store counts them; None:
+    # no such budget).
     render_max_pages_per_host: int | None = 500
+    render_max_seconds_per_host: float | None = 600.0
+    render_max_pages: int | None = None
+    render_max_seconds: float | None = None
     # What "auto" calls a page that needs rendering: visible text shorter than this, or fewer
     # links (an app shell always); hosts it never renders (HOST[:PORT]).
     render_min_text: int = 200

@@ -93,6 +93,9 @@ def _check_counts(config: Any) -> None:
         "duration",
         "max_rate",
         "render_max_pages_per_host",
+        "render_max_seconds_per_host",
+        "render_max_pages",
+        "render_max_seconds",
     ):
         value = getattr(config, name)
         if value is not None and value <= 0:

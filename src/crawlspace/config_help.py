@@ -221,6 +221,10 @@ HELP: Final = {
     " kept as fetched",
     "render_resources": "renders fetch images, media and fonts too",
     "render_max_pages_per_host": "pages of one host rendered at most",
+    "render_max_seconds_per_host": "browser seconds spent rendering one host's pages at most",
+    "render_max_pages": "pages rendered at most in the whole crawl, every worker together",
+    "render_max_seconds": "browser seconds spent rendering at most in the whole crawl, every"
+    " worker together (a render already running when it runs out finishes)",
     "render_min_text": "render auto renders a page whose visible text is shorter than this"
     " (characters)",
     "render_min_links": "render auto renders a page with fewer links than this",

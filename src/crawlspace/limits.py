@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["BUSY_RETRY", "AddressPolicy", "RateCap", "token_retry_at"]
+__all__ = ["BUSY_RETRY", "AddressPolicy", "RateCap", "RenderBudget", "token_retry_at"]
 
 # How long a lease refused by a busy address waits before its host is tried again: long enough
 # not to spin on a crowded server, short against the politeness gaps that space each host.
@@ -75,3 +75,33 @@ class RateCap:
         """When a refused request's host may be tried again: when a lease as long as this one
         could reach ``start``."""
         return max(now, start - max(0.0, latest_start - now))
+
+
+@dataclass(frozen=True, slots=True)
+class RenderBudget:
+    """The rendering tier's crawl-wide budget (issue #33): at most ``max_pages`` renders and
+    ``max_seconds`` browser seconds in all, on every worker of a shared crawl together (None:
+    no such budget). A headless browser costs a hundred times a parse, so the operator caps it
+    for the crawl, not only per host (frontier/render_entry.py keeps the per-host budgets).
+
+    The rule, the same on every engine (the embedded ones keep the totals in memory, from the
+    crawl's counters on resume; a shared frontier in Redis, lua/render.lua): a render takes its
+    page from the budget before it starts, only while both totals are under their caps; its
+    browser seconds are added when it ends. So the page budget is exact, and the seconds budget
+    is passed by at most the renders already running when it ran out (one per process)."""
+
+    max_pages: int | None = None
+    max_seconds: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.max_pages is not None or self.max_seconds is not None
+
+    def refusal(self, pages: int, seconds: float) -> str | None:
+        """Why one more render may not start after ``pages`` renders of ``seconds`` (None: it
+        may): "crawl_pages" or "crawl_seconds"."""
+        if self.max_pages is not None and pages >= self.max_pages:
+            return "crawl_pages"
+        if self.max_seconds is not None and seconds >= self.max_seconds:
+            return "crawl_seconds"
+        return None

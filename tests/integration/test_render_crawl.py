@@ -231,3 +231,77 @@ def test_the_responses_x_robots_tag_holds_for_the_rendered_dom(tmp_path: Path) -
     assert paths == ["/", "/api/links.json", "/app.js", "/robots.txt"]  # rendered, not followed
     (page,) = list(iter_records(out, "fetches"))
     assert (page["rendered"], page["noindex"]) == (True, True)
+
+
+LINK_JS = (
+    "const a = document.createElement('a'); a.href = '/docs/1.html'; a.textContent = 'Doc';"
+    "document.getElementById('app').appendChild(a);"
+)
+SHELLS = 3  # app shells per host
+
+
+def _shells_site(name: str) -> Site:
+    """A host whose home page is ordinary and links to ``SHELLS`` app shells, each of which a
+    script gives one link: every shell is worth rendering."""
+    shell = SHELL.replace("/app.js", "/link.js")
+    links = "".join(f'<a href="/s/{i}.html">shell {i}</a>' for i in range(SHELLS))
+    home = _doc(0).replace("</body>", f"{links}</body>")
+    routes = {
+        "/": Response(200, {"Content-Type": "text/html"}, home.encode()),
+        "/link.js": Response(200, {"Content-Type": "text/javascript"}, LINK_JS.encode()),
+        "/docs/1.html": Response(200, {"Content-Type": "text/html"}, _doc(1).encode()),
+        "/plain.js": Response(200, {"Content-Type": "text/javascript"}, b"var x = 1;"),
+    }
+    for i in range(SHELLS):
+        routes[f"/s/{i}.html"] = Response(200, {"Content-Type": "text/html"}, shell.encode())
+    return Site(name, routes)
+
+
+def _budget_config(path: Path) -> Path:
+    path.write_text(
+        '[crawl]\nallow_nets = ["127.0.0.0/8"]\nmin_delay = 0.05\ndelay_factor = 0.0\n'
+        'render = "auto"\nrender_max_pages = 2\n'
+    )
+    return path
+
+
+def _assert_two_renders(log: list[LoggedRequest], outs: list[Path]) -> None:
+    # The server's witness: a render asks for the shell's script, a skipped shell never does.
+    assert sum(r.path_qs == "/link.js" for r in log) == 2
+    assert sum(r.path_qs.startswith("/s/") for r in log) == 2 * SHELLS  # every shell fetched
+    assert sum(_counter(out / "crawl.db", "render.pages") for out in outs) == 2
+    skipped = sum(_counter(out / "crawl.db", "render.skipped.crawl_pages") for out in outs)
+    assert skipped == 2 * SHELLS - 2
+
+
+def test_the_crawl_wide_render_budget_holds(tmp_path: Path) -> None:
+    """`render_max_pages`: two renders in the whole crawl, whatever the host; the other shells
+    are kept as fetched, and counted as skipped for the crawl's budget."""
+    _needs_chromium()
+    out = tmp_path / "out"
+    with WebFarm({"a": _shells_site("a"), "b": _shells_site("b")}) as farm:
+        seeds = [farm.url("a", "/"), farm.url("b", "/")]
+        config = _budget_config(tmp_path / "c")
+        command = cli("crawl", *seeds, "--out", str(out), "--config", str(config), "-q")
+        subprocess.run(command, check=True, timeout=180)
+        assert farm.wait_idle()
+        log = farm.requests_for("a") + farm.requests_for("b")
+    _assert_two_renders(log, [out])
+    assert crawl_stats(out)["render"]["skipped.crawl_pages"] == 2 * SHELLS - 2
+
+
+def test_workers_share_the_crawl_wide_render_budget(
+    tmp_path: Path, cluster: RedisDeployment
+) -> None:
+    """Two workers, two hosts rendering at once: one budget between them (kept in Redis)."""
+    _needs_chromium()
+    outs = [tmp_path / f"w{i}" for i in range(2)]
+    with WebFarm({"a": _shells_site("a"), "b": _shells_site("b")}) as farm:
+        seeds = [farm.url("a", "/"), farm.url("b", "/")]
+        config = _budget_config(tmp_path / "c")
+        crawl_with_workers(
+            cluster.url, "render-budget", 16, config, seeds=seeds, outs=outs, timeout=180
+        )
+        assert farm.wait_idle()
+        log = farm.requests_for("a") + farm.requests_for("b")
+    _assert_two_renders(log, outs)

@@ -16,6 +16,7 @@ from crawlspace.frontier.render_entry import (
     read_host,
     should_render,
 )
+from crawlspace.limits import RenderBudget
 from crawlspace.parse.app_shell import app_shell
 
 HOST = "https://app.example"
@@ -58,8 +59,18 @@ def test_always_renders_its_hosts_pages_only() -> None:
             CRAWL,
             "host_seconds",
         ),
-        (RenderPolicy(mode="auto", max_pages=10), NONE, CrawlRenders(10, 1.0), "crawl_pages"),
-        (RenderPolicy(mode="auto", max_seconds=60), NONE, CrawlRenders(3, 60.0), "crawl_seconds"),
+        (
+            RenderPolicy(mode="auto", crawl=RenderBudget(max_pages=10)),
+            NONE,
+            CrawlRenders(10, 1.0),
+            "crawl_pages",
+        ),
+        (
+            RenderPolicy(mode="auto", crawl=RenderBudget(max_seconds=60)),
+            NONE,
+            CrawlRenders(3, 60.0),
+            "crawl_seconds",
+        ),
     ],
 )
 def test_budgets_stop_renders(
@@ -121,12 +132,19 @@ def test_the_settings_make_the_policy() -> None:
 
     policy = render_policy(
         CrawlConfig(
-            render="always", render_hosts=("app.example:8080",), render_max_pages_per_host=7
+            render="always",
+            render_hosts=("app.example:8080",),
+            render_max_pages_per_host=7,
+            render_max_seconds_per_host=90.0,
+            render_max_pages=40,
+            render_max_seconds=600.0,
         )
     )
     assert policy.mode == "always"
     assert policy.hosts == {"http://app.example:8080", "https://app.example:8080"}
-    assert policy.max_pages_per_host == 7
+    assert (policy.max_pages_per_host, policy.max_seconds_per_host) == (7, 90.0)
+    assert policy.crawl == RenderBudget(max_pages=40, max_seconds=600.0)
+    assert not render_policy(CrawlConfig(render="auto")).crawl.active
     assert render_policy(CrawlConfig()).mode == "never"
     auto = render_policy(
         CrawlConfig(

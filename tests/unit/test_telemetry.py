@@ -177,7 +177,8 @@ def test_a_renders_counters_reach_prometheus() -> None:
     metrics = CrawlMetrics()
     rendered = {"render.pages": 1, "render.ms": 1500, "render.requests": 3, "render.bytes": 900}
     failed = {"render.failed": 1, "render.failed.timeout": 1, "render.ms": 30000}
-    for counters in (rendered, failed, {}):
+    skipped = {"render.skipped.crawl_seconds": 1}
+    for counters in (rendered, failed, {}, skipped, skipped):
         metrics.observe_completion("http://a.example", Completion("fetched", counters=counters))
     value = metrics.registry.get_sample_value
     assert value("crawlspace_renders_total", {"outcome": "rendered"}) == 1
@@ -185,3 +186,4 @@ def test_a_renders_counters_reach_prometheus() -> None:
     assert value("crawlspace_render_seconds_total") == 31.5
     assert value("crawlspace_render_requests_total") == 3
     assert value("crawlspace_render_bytes_total") == 900
+    assert value("crawlspace_renders_skipped_total", {"reason": "crawl_seconds"}) == 2

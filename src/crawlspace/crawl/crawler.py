@@ -245,6 +245,7 @@ class Crawler:
             pools=pools,
             extractor=self.extractor,
             tokens=self.store,
+            render_counts=self.store,
             now=self.clock.now,
         )
         parts.captures.reload(self.store.recent_captures(parts.captures.size))

@@ -25,6 +25,7 @@ from crawlspace.errors import ParseBudgetError
 from crawlspace.fetch.transport import FetchResponse
 from crawlspace.frontier.render_entry import (
     RENDER_NOTE,
+    STOPPED,
     CrawlRenders,
     HostRenders,
     PageSignals,
@@ -69,10 +70,14 @@ async def render_page(
     plain = PageSignals(html, content.text_chars, len(completion.links), content.app_shell)
     decision = should_render(parts.render_policy, lease.host_key, plain, renders, parts.renders)
     if not decision.render:
-        return completion, content
+        skipped = decision.reason in STOPPED
+        return _counted(completion, {f"render.skipped.{decision.reason}": int(skipped)}), content
     budget = lease.expires_at - parts.now() - parts.config.total_timeout
     if budget < MIN_RENDER_SECONDS:
         return _counted(completion, {"render.lease_short": 1}), content
+    refusal = _take_render(parts)
+    if refusal is not None:
+        return _counted(completion, {f"render.skipped.{refusal}": 1}), content
     free_at = completion.next_allowed_at or parts.now()
     requests = _requests(parts, lease, rules, crawl_delay, free_at)
     started = time.monotonic()
@@ -251,6 +256,16 @@ def _new(old: Sequence[_T], new: Sequence[_T], *, key: Callable[[_T], str]) -> l
     return [item for item in new if key(item) not in known]
 
 
+def _take_render(parts: VisitParts) -> str | None:
+    """One render taken from the crawl-wide budget (limits.py RenderBudget), kept by the
+    store for every worker together: why not (None: taken). No budget: nothing to take."""
+    if not parts.render_policy.crawl.active or parts.render_counts is None:
+        return None
+    refusal, pages, seconds = parts.render_counts.reserve_render()
+    parts.renders = CrawlRenders(pages, seconds)
+    return refusal
+
+
 def _host_after(
     parts: VisitParts,
     renders: HostRenders,
@@ -258,8 +273,11 @@ def _host_after(
     plain: PageSignals,
     rendered: PageSignals,
 ) -> HostRenders:
+    """The host's renders after this one; its browser seconds counted crawl-wide too."""
     totals = parts.renders
-    parts.renders = CrawlRenders(totals.pages + 1, totals.seconds + seconds)
+    parts.renders = CrawlRenders(totals.pages, totals.seconds + seconds)
+    if parts.render_policy.crawl.active and parts.render_counts is not None:
+        parts.render_counts.spend_render(seconds)
     return after_render(parts.render_policy, renders, seconds, plain, rendered)
 
 

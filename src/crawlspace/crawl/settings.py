@@ -28,6 +28,8 @@ PER_RUN: Final = frozenset(
     {
         "max_pages",
         "max_bytes",
+        "render_max_pages",  # crawl-wide totals, like max_pages: a resume may give more
+        "render_max_seconds",
         "duration",
         "concurrency",
         "parse_workers",

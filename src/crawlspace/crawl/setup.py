@@ -46,7 +46,7 @@ from crawlspace.frontier.render_entry import RENDER_MODES, RenderMode, RenderPol
 from crawlspace.frontier.retirement import RetirementPolicy
 from crawlspace.frontier.revisit import RevisitPolicy
 from crawlspace.frontier.trap_yield import YieldRules
-from crawlspace.limits import AddressPolicy, RateCap
+from crawlspace.limits import AddressPolicy, RateCap, RenderBudget
 from crawlspace.render.browser import Renderer, find_chromium
 from crawlspace.store.base import FrontierLimits, Store
 from crawlspace.store.sqlite.readonly import read_meta
@@ -129,6 +129,7 @@ def frontier_limits(config: CrawlConfig) -> FrontierLimits:
         cash=Aopic(config.aopic_tax) if config.priority_policy == "aopic" else None,
         address=AddressPolicy(config.max_in_flight_per_ip, config.min_delay_per_ip),
         rate=RateCap(config.max_rate or 0.0),
+        render=RenderBudget(config.render_max_pages, config.render_max_seconds),
         ignore_query_order=config.query_order == "ignored",
         link_times=retirement_policy(config).passes > 0,
     )
@@ -327,6 +328,8 @@ def render_policy(config: CrawlConfig) -> RenderPolicy:
         min_text_chars=config.render_min_text,
         min_links=config.render_min_links,
         max_pages_per_host=config.render_max_pages_per_host,
+        max_seconds_per_host=config.render_max_seconds_per_host,
+        crawl=RenderBudget(config.render_max_pages, config.render_max_seconds),
     )
 
 

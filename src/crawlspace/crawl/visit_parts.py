@@ -30,6 +30,7 @@ from crawlspace.records import Lease
 from crawlspace.render.browser import Renderer
 from crawlspace.robots.hop_answers import HopAnswers
 from crawlspace.robots.policy import RobotsPolicy
+from crawlspace.store.base import RenderCounts
 
 
 class LeaseTooShortError(Exception):
@@ -53,14 +54,17 @@ class VisitParts:
         gate: AddressGate | None = None,
         hosts: HostGate | None = None,
         renderer: Renderer | None = None,
+        render_counts: RenderCounts | None = None,
         rand: Callable[[], float] = random.random,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.pools = pools
         # The rendering tier (crawl/render_visit.py): its browser, None when the crawl renders
-        # nothing; which pages go there; and this process's renders so far.
+        # nothing; which pages go there; the crawl-wide render budget's totals, kept by the
+        # store for every worker (None: this process's own), and the last of them seen here.
         self.renderer = renderer
         self.render_policy = render_policy(config)
+        self.render_counts = render_counts
         self.renders = CrawlRenders()
         self.extractor = extractor  # the user's items of each parsed page (parse/extract.py)
         self.gate = gate  # per server address tokens (crawl/addresses.py); None: none
@@ -109,6 +113,7 @@ class VisitParts:
         pools: StagePools,
         extractor: Extractor | None,
         tokens: CrawlTokens,
+        render_counts: RenderCounts,
         now: Callable[[], float],
     ) -> VisitParts:
         """A crawl's parts: the address and host tokens (and the rate cap) from its store,
@@ -131,6 +136,7 @@ class VisitParts:
             gate=gate,
             hosts=HostGate(tokens, now),
             renderer=renderer_for(config),
+            render_counts=render_counts,
             now=now,
         )
 

@@ -11,7 +11,8 @@ requests to its host. So:
   app shell (parse/app_shell.py: a ``<noscript>`` asking for JavaScript, or an empty root
   element next to scripts), on hosts not named in ``opted_out``;
 * a host is rendered at most ``max_pages_per_host`` pages and ``max_seconds_per_host`` browser
-  seconds, the crawl ``max_pages`` and ``max_seconds`` in all (None: no such budget);
+  seconds, the crawl ``crawl.max_pages`` and ``crawl.max_seconds`` in all (limits.py
+  RenderBudget, whose totals the store keeps for every worker; None: no such budget);
 * a host whose renders add nothing (no text and no links beyond what its HTML had) in
   ``give_up_after`` renders in a row stops being rendered, and says why: rendering is for the
   hosts that need it.
@@ -26,9 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from crawlspace.limits import RenderBudget
+
 __all__ = [
     "RENDER_MODES",
     "RENDER_NOTE",
+    "STOPPED",
     "CrawlRenders",
     "HostRenders",
     "PageSignals",
@@ -58,6 +62,8 @@ HOST_SECONDS: Final = "host_seconds"
 CRAWL_PAGES: Final = "crawl_pages"
 CRAWL_SECONDS: Final = "crawl_seconds"
 ADDS_NOTHING: Final = "adds_nothing"
+# The reasons a page that would be rendered is not: counted per page ("render.skipped.<why>").
+STOPPED: Final = frozenset({HOST_PAGES, HOST_SECONDS, CRAWL_PAGES, CRAWL_SECONDS, ADDS_NOTHING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +75,7 @@ class RenderPolicy:
     min_links: int = 1
     max_pages_per_host: int | None = 500
     max_seconds_per_host: float | None = 600.0
-    max_pages: int | None = None
-    max_seconds: float | None = None
+    crawl: RenderBudget = RenderBudget()  # noqa: RUF009 - frozen, so sharing is safe
     give_up_after: int = 3
 
 
@@ -151,11 +156,7 @@ def _over_budget(policy: RenderPolicy, host: HostRenders, crawl: CrawlRenders) -
         return HOST_PAGES
     if policy.max_seconds_per_host is not None and host.seconds >= policy.max_seconds_per_host:
         return HOST_SECONDS
-    if policy.max_pages is not None and crawl.pages >= policy.max_pages:
-        return CRAWL_PAGES
-    if policy.max_seconds is not None and crawl.seconds >= policy.max_seconds:
-        return CRAWL_SECONDS
-    return None
+    return policy.crawl.refusal(crawl.pages, crawl.seconds)
 
 
 def after_render(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawlspace.bands import FrontQueues
-from crawlspace.limits import AddressPolicy, RateCap
+from crawlspace.limits import AddressPolicy, RateCap, RenderBudget
 from crawlspace.plans import CashRule, Outcome
 from crawlspace.records import Completion, Lease, RobotsRecord, StoredCapture, UrlCandidate
 from crawlspace.store.control import CrawlControl
@@ -38,6 +38,8 @@ class FrontierLimits:
     address: AddressPolicy = AddressPolicy()  # noqa: RUF009 - frozen, so sharing is safe
     # Crawl-wide: requests started per second, every worker together (limits.py).
     rate: RateCap = RateCap()  # noqa: RUF009 - frozen, so sharing is safe
+    # Crawl-wide: renders and browser seconds, every worker together (limits.py).
+    render: RenderBudget = RenderBudget()  # noqa: RUF009 - frozen, so sharing is safe
     # A URL whose query differs from a seen one's in parameter order only is seen: the seen
     # test is on urls.py seen_key (config query_order "ignored"); the request keeps the URL
     # as first linked. False: the URL as linked is its own key.
@@ -185,7 +187,20 @@ class RobotsRecords(Protocol):
         ...
 
 
-class Frontier(LeaseVerbs, HostTokens, HostNotes, RobotsRecords, Protocol):
+class RenderCounts(Protocol):
+    """The rendering tier's crawl-wide budget, every worker of a shared crawl together."""
+
+    def reserve_render(self) -> tuple[str | None, int, float]:
+        """Take one render from the crawl-wide render budget (limits.py RenderBudget):
+        (why not, or None when taken; renders and browser seconds so far, crawl-wide)."""
+        ...
+
+    def spend_render(self, seconds: float) -> None:
+        """Add a render's browser seconds to the crawl-wide total."""
+        ...
+
+
+class Frontier(LeaseVerbs, HostTokens, HostNotes, RobotsRecords, RenderCounts, Protocol):
     """The scheduling core shared by the pure in-memory scheduler and every durable store: its
     named parts, each a narrow protocol a collaborator can be given alone.
 

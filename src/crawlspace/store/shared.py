@@ -119,6 +119,12 @@ class SharedStore(RecordsDelegate):
     def take_start(self, now: float, latest_start: float) -> float:
         return self.frontier.take_start(now, latest_start)
 
+    def reserve_render(self) -> tuple[str | None, int, float]:
+        return self.frontier.reserve_render()
+
+    def spend_render(self, seconds: float) -> None:
+        self.frontier.spend_render(seconds)
+
     def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
         return self.frontier.take_host(host_key, holder, now, expires_at)
 

@@ -111,6 +111,13 @@ class CrawlMetrics:
         self.renders = Counter(
             "crawlspace_renders", "Pages rendered, by outcome", ["outcome"], registry=r
         )
+        self.renders_skipped = Counter(
+            "crawlspace_renders_skipped",
+            "Pages that needed rendering and were not, by why (a budget spent, a host whose"
+            " renders added nothing)",
+            ["reason"],
+            registry=r,
+        )
         self.render_seconds = Counter(
             "crawlspace_render_seconds", "Browser time spent rendering pages", registry=r
         )
@@ -141,10 +148,15 @@ class CrawlMetrics:
             for reason, count in rejections.items():
                 if count:
                     self.rejections.labels(reason).inc(count)
-        if "render.ms" in completion.counters:
+        if completion.counters:
             self._observe_render(completion.counters)
 
     def _observe_render(self, counters: Mapping[str, int]) -> None:
+        for name in counters:
+            if name.startswith("render.skipped."):
+                self.renders_skipped.labels(name.removeprefix("render.skipped.")).inc()
+        if "render.ms" not in counters:
+            return
         if counters.get("render.pages"):
             self.renders.labels("rendered").inc()
         for name in counters:

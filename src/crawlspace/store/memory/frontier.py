@@ -44,6 +44,7 @@ from crawlspace.store.memory.records import (
     robots_lease,
 )
 from crawlspace.store.memory.reevaluate import reopen_excluded, robots_excluded
+from crawlspace.store.memory.renders import RenderTotals
 
 _STATES: dict[str, UrlState] = {s.value: s for s in UrlState}
 
@@ -89,6 +90,7 @@ class MemoryFrontier:
         self._admission = MemoryAdmission(state)  # the seen test, budgets, links (admission.py)
         self.address_tokens = AddressTokens(limits.address)  # per server address (addresses.py)
         self.request_starts = RequestStarts(limits.rate)  # the crawl's rate cap (limits.py)
+        self.render_totals = RenderTotals(limits.render)  # the crawl-wide render budget
 
     # -------------------------------------------------- composed parts: admission, tokens, notes
 
@@ -105,6 +107,12 @@ class MemoryFrontier:
 
     def take_start(self, now: float, latest_start: float) -> float:
         return self.request_starts.take(now, latest_start)
+
+    def reserve_render(self) -> tuple[str | None, int, float]:
+        return self.render_totals.reserve()
+
+    def spend_render(self, seconds: float) -> None:
+        self.render_totals.spend(seconds)
 
     def host_notes(self, host_key: str, names: Sequence[str]) -> dict[str, str]:
         return host_notes(self.notes, host_key, names)

@@ -48,7 +48,9 @@ key of the seen set's fingerprints), ``{ns}:epoch`` (the last worker epoch taken
 ``{ns}:settings`` (the crawl's stored settings, JSON: crawl/settings.py), ``{ns}:seeds`` (set:
 the seeds' host keys) and ``{ns}:seeds:rev`` (bumped when a seed host joins: the workers'
 scopes widen, crawl/scope_sharing.py),
-``{ns}:counters`` (hash: ``rejected.<reason>``, ``dedup.*``, ``wait.short``), the bucket index
+``{ns}:counters`` (hash: ``rejected.<reason>``, ``dedup.*``, ``wait.short``), ``{ns}:rate``
+(the rate cap's next free start, lua/rate.lua), ``{ns}:renders`` (hash: the crawl-wide
+render budget's pages and seconds, lua/render.lua), the bucket index
 ``{ns:idx}:ready:F`` (one per front band), ``:leases``, ``:due``, ``:ver`` (index.py), the
 crawl-wide page and byte budgets ``{ns:budget}:*`` (lua/budget.lua), AOPIC's Lambda
 ``{ns:cash}:st`` (cash.py), and content claims and near-duplicate block tables spread over slots

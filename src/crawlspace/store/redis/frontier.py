@@ -415,6 +415,12 @@ class RedisFrontier(ScriptRunner):
     def take_start(self, now: float, latest_start: float) -> float:
         return self.tokens.take_start(now, latest_start)
 
+    def reserve_render(self) -> tuple[str | None, int, float]:
+        return self.tokens.reserve_render()
+
+    def spend_render(self, seconds: float) -> None:
+        self.tokens.spend_render(seconds)
+
     def take_host(self, host_key: str, holder: str, now: float, expires_at: float) -> float | None:
         return self.tokens.take_host(host_key, holder, now, expires_at)
 

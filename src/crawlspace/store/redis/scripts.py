@@ -48,6 +48,7 @@ _SCRIPTS = (
     "reprice",
     "address",
     "rate",
+    "render",
     "host_token",
     "reevaluate",
 )

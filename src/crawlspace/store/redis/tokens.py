@@ -1,7 +1,8 @@
 """Tokens held outside a host's own leases on the shared frontier: a server address's, in the
 address's own slot (lua/address.lua), and a host's, for the request another host's lease makes
-to it (a robots.txt redirect hop), in the host's bucket (lua/host_token.lua); and the starts of
-the crawl's rate cap (lua/rate.lua). A part of
+to it (a robots.txt redirect hop), in the host's bucket (lua/host_token.lua); the starts of
+the crawl's rate cap (lua/rate.lua); and the renders of the crawl-wide render budget
+(lua/render.lua). A part of
 ``RedisFrontier`` (frontier.py), given its scripts, limits and bucket index.
 """
 
@@ -62,6 +63,22 @@ class HeldTokens:
         key = f"{self._scripts.namespace}:rate"
         reply = self._scripts.run_key("rate", key, (num(now), num(latest_start), num(cap.interval)))
         return float(reply)
+
+    # -- the crawl-wide render budget, one key for every worker (lua/render.lua) --------------
+
+    def reserve_render(self) -> tuple[str | None, int, float]:
+        budget = self.limits.render
+        caps = ("" if cap is None else num(cap) for cap in (budget.max_pages, budget.max_seconds))
+        reply = self._scripts.run_key("render", self._render_key, ("reserve", *caps))
+        why = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+        return why or None, int(reply[1]), float(reply[2])
+
+    def spend_render(self, seconds: float) -> None:
+        self._scripts.run_key("render", self._render_key, ("spend", num(max(0.0, seconds))))
+
+    @property
+    def _render_key(self) -> str:
+        return f"{self._scripts.namespace}:renders"
 
     # -- as a Rider (scripts.py) ---------------------------------------------------------------
 

@@ -284,6 +284,17 @@ class CrawlRecords:
         row = self.db.execute("SELECT COUNT(*) FROM fetches").fetchone()
         return int(row[0])
 
+    def render_totals(self) -> tuple[int, float]:
+        """Renders tried so far and their browser seconds, from the crawl's counters."""
+        counts = dict(
+            self.db.execute(
+                "SELECT name, value FROM counters"
+                " WHERE name IN ('render.pages', 'render.failed', 'render.ms')"
+            ).fetchall()
+        )
+        pages = int(counts.get("render.pages", 0)) + int(counts.get("render.failed", 0))
+        return pages, int(counts.get("render.ms", 0)) / 1000.0
+
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 

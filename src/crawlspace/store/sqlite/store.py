@@ -22,6 +22,7 @@ from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCa
 from crawlspace.store.base import AddResult, FrontierLimits
 from crawlspace.store.control import CONTROL_FILE, FileControl
 from crawlspace.store.memory.addresses import AddressTokens, RequestStarts
+from crawlspace.store.memory.renders import RenderTotals
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
 from crawlspace.store.sqlite import front as sqlite_front
@@ -82,6 +83,7 @@ class SqliteStore(RecordsDelegate):
         self._pages_done: int | None = None
         self._bytes_done: int | None = None
         self._pages_held = 0
+        self._renders: RenderTotals | None = None  # the crawl-wide render budget's totals
         self._lease_prefix = secrets.token_hex(6) + "-"
         self._lease_serial = 0
         # Until a revisit is queued, a host's next URL is simply the head of its queue.
@@ -401,6 +403,17 @@ class SqliteStore(RecordsDelegate):
         self._pages_done += done
         self._bytes_done += nbytes
         return self._pages_done, self._bytes_done
+
+    def reserve_render(self) -> tuple[str | None, int, float]:
+        return self._render_totals().reserve()
+
+    def spend_render(self, seconds: float) -> None:
+        self._render_totals().spend(seconds)
+
+    def _render_totals(self) -> RenderTotals:
+        if self._renders is None:
+            self._renders = RenderTotals(self.limits.render, *self.records.render_totals())
+        return self._renders
 
     def queued(self) -> int:
         row = self._db.execute("SELECT SUM(queued) FROM hosts").fetchone()
