@@ -252,6 +252,9 @@ class CrawlConfig:
     render_hosts: tuple[str, ...] = ()
     render_timeout: float = 30.0
     render_resources: bool = False
+    # The whole browser's private memory (every Chromium process, MB): past it the render
+    # fails and the browser is restarted.
+    render_memory_mb: int = 1024
     # Pages and browser seconds of one host rendered at most (its host note counts them on
     # every engine); of the whole crawl, every worker together (the store counts them; None:
     # no such budget).

@@ -193,6 +193,11 @@ def _check_rules(config: Any) -> None:
         raise ConfigError("render_min_text and render_min_links must be >= 0")
     if config.render_timeout <= 0:
         raise ConfigError(f"render_timeout must be > 0 (got {config.render_timeout})")
+    if config.render_memory_mb < 256:
+        raise ConfigError(
+            f"render_memory_mb must be >= 256: a browser at rest takes about 200"
+            f" (got {config.render_memory_mb})"
+        )
     for net in config.allow_nets:
         try:
             ipaddress.ip_network(net, strict=False)

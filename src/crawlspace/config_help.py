@@ -220,6 +220,8 @@ HELP: Final = {
     "render_timeout": "seconds one render may take; past it the browser is killed and the page"
     " kept as fetched",
     "render_resources": "renders fetch images, media and fonts too",
+    "render_memory_mb": "MB of private memory the whole browser may use; past it the render"
+    " fails and the browser is restarted",
     "render_max_pages_per_host": "pages of one host rendered at most",
     "render_max_seconds_per_host": "browser seconds spent rendering one host's pages at most",
     "render_max_pages": "pages rendered at most in the whole crawl, every worker together",

@@ -138,7 +138,7 @@ class FetchRecord:
     # Whether the page was rendered in the browser too (crawl/render_visit.py): its links then
     # include what only its rendered DOM had.
     rendered: bool = False
-    render_error: str | None = None  # why a render tried failed (timeout, crashed, ...)
+    render_error: str | None = None  # why a render tried failed (timeout, memory, crashed, ...)
     # An error's (status 400 or more) linking page: the URL of the page that led to this one
     # (Lease.via_id), as Heritrix's crawl.log "via". None: not an error, a seed, or not known.
     via: str | None = None

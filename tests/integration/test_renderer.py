@@ -26,6 +26,7 @@ from crawlspace.render.browser import (
     Renderer,
     RenderError,
     RenderResult,
+    browser_memory_mb,
     find_chromium,
 )
 
@@ -52,6 +53,12 @@ PAGES = {
     "/loop.html": "<html><body><script>while (true) {}</script></body></html>",
     "/hog.html": "<html><body><script>const a = [];"
     " while (true) { a.push(new Array(1e6).fill(7)); }</script></body></html>",
+    # Buffers live outside the JavaScript heap: its limit never stops them (16 MB each, one
+    # every 40 ms: the browser's limit is passed by little when it is seen, and by 3 GB at most
+    # should it not be).
+    "/buffers.html": "<html><body><script>const keep = []; while (true) {"
+    " const b = new Uint8Array(16 << 20); b.fill(7); keep.push(b);"
+    " const t = Date.now(); while (Date.now() - t < 40) {} }</script></body></html>",
 }
 
 
@@ -184,3 +191,41 @@ def test_a_browser_that_will_not_start_is_a_failed_render() -> None:
         asyncio.run(main())
     assert failed.value.reason == "browser"
     assert time.monotonic() - started < 20.0
+
+
+def test_a_browser_past_its_memory_limit_is_stopped(chromium: str) -> None:
+    """A page whose buffers (outside the JavaScript heap) grow without end is stopped by the
+    limit on the whole browser's memory, long before its time is up; the next page renders in
+    a fresh browser."""
+    with _site() as farm:
+        origin = farm.url("site", "/").rstrip("/")
+
+        async def main() -> list[tuple[str, float]]:
+            transport = AiohttpTransport(fetch_settings(CrawlConfig(allow_nets=("127.0.0.0/8",))))
+            renderer = Renderer(
+                user_agent="TestBot/1.0", timeout=8.0, memory_mb=400, executable=chromium
+            )
+            outcomes: list[tuple[str, float]] = []
+            try:
+                for path in ("/buffers.html", "/"):
+                    got = await transport.fetch(FetchRequest(origin + path))
+                    started = time.monotonic()
+                    try:
+                        result = await renderer.render(
+                            origin + path,
+                            Answer(got.status, got.headers, got.body),
+                            Rules(transport, origin),
+                        )
+                        outcomes.append(("rendered" if "go /docs" in result.html else "?", 0.0))
+                    except RenderError as exc:
+                        outcomes.append((exc.reason, time.monotonic() - started))
+                    assert browser_memory_mb() < 400  # the swollen browser is gone
+            finally:
+                await renderer.close()
+                await transport.close()
+            return outcomes
+
+        (swollen, seconds), (following, _) = asyncio.run(main())
+    assert swollen == "memory"
+    assert seconds < 5.0  # the memory limit, not the 8 s time limit
+    assert following == "rendered"

@@ -28,6 +28,7 @@ def exported() -> dict[str, set[str]]:
     metrics.rejections.labels("robots").inc()
     metrics.robots.labels("allow_all").set(1)
     metrics.renders.labels("rendered").inc()
+    metrics.renders_skipped.labels("crawl_pages").inc()
     for family in metrics.registry.collect():
         labels = families.setdefault(family.name, set())
         for sample in family.samples:

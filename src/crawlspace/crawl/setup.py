@@ -346,10 +346,11 @@ def check_render(config: CrawlConfig) -> None:
     before anything is written (never accepted and then ignored)."""
     if config.render == "never":
         return
-    if importlib.util.find_spec("playwright") is None:
-        raise ConfigError(
-            f"--render {config.render} needs Playwright: pip install 'crawlspace[render]'"
-        )
+    for package in ("playwright", "psutil"):
+        if importlib.util.find_spec(package) is None:
+            raise ConfigError(
+                f"--render {config.render} needs {package}: pip install 'crawlspace[render]'"
+            )
     if find_chromium() is None:
         raise ConfigError(
             f"--render {config.render} needs the system's Chromium: apt-get install chromium"
@@ -360,4 +361,8 @@ def renderer_for(config: CrawlConfig) -> Renderer | None:
     """The crawl's browser (started on its first render), or None when it renders nothing."""
     if config.render == "never":
         return None
-    return Renderer(user_agent=config.user_agent, timeout=config.render_timeout)
+    return Renderer(
+        user_agent=config.user_agent,
+        timeout=config.render_timeout,
+        memory_mb=config.render_memory_mb,
+    )

@@ -9,9 +9,12 @@ request that escaped the routing (a WebSocket, a prefetch) fails instead of bypa
 The page's own document is the response the crawl fetched already: not asked for again.
 
 Budgets are enforced here, not hoped for: one page at a time, a fresh context (no cookies, no
-storage) per render, a wall-time limit and a JavaScript heap limit. A render past its time, or
-whose page crashed (out of memory), ends in ``RenderError`` and the browser is killed and
-started afresh for the next one: a script that loops or allocates forever costs one budget.
+storage) per render, a wall-time limit, a JavaScript heap limit, and a memory limit on the whole
+browser (every Chromium process it started, their private memory, read from the OS every
+``_MEMORY_POLL`` seconds: buffers, images and canvases live outside the JavaScript heap). A
+render past its time or its memory, or whose page crashed (out of its heap), ends in
+``RenderError`` and the browser is killed and started afresh for the next one: a script that
+loops or allocates forever costs one budget.
 
 Playwright is an optional dependency (``pip install 'crawlspace[render]'``), imported only when
 a browser starts; the system's Chromium is used (no download at run time).
@@ -32,12 +35,17 @@ __all__ = [
     "RenderError",
     "RenderResult",
     "Renderer",
+    "browser_memory_mb",
     "find_chromium",
 ]
 
 # Not made by a page's own scripts on purpose: never worth a request (a crawler keeps no state).
 _NEVER: Final = frozenset({"websocket", "eventsource", "manifest", "ping", "cspviolationreport"})
 _CHROMIUM_NAMES: Final = ("chromium", "chromium-browser", "google-chrome", "chrome")
+# The names the OS gives the browser's processes (the browser, its zygotes, renderers, GPU and
+# utility processes all run the one executable).
+_PROCESS_NAMES: Final = ("chrom", "headless_shell")
+_MEMORY_POLL: Final = 0.2  # seconds between looks at the browser's memory (each ~2 ms of CPU)
 _INIT_SCRIPT: Final = (
     # No channels that routing does not see: they would reach a host outside its token.
     "Object.defineProperty(window, 'WebSocket', {value: undefined});"
@@ -78,8 +86,8 @@ class RenderResult:
 
 
 class RenderError(Exception):
-    """The render failed (``reason``: timeout, crashed, browser); the page keeps its HTTP
-    version."""
+    """The render failed (``reason``: timeout, memory, crashed, browser); the page keeps its
+    HTTP version."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -109,12 +117,14 @@ class Renderer:
         timeout: float = 30.0,
         settle: float = 0.5,
         heap_mb: int = 512,
+        memory_mb: int = 1024,
         executable: str | None = None,
     ) -> None:
         self._user_agent = user_agent
         self._timeout = timeout
         self._settle = settle  # quiet seconds (no request in flight) that end a render
-        self._heap_mb = heap_mb
+        self._heap_mb = heap_mb  # one page's JavaScript heap
+        self._memory_mb = memory_mb  # the whole browser's private memory
         self._executable = executable or find_chromium()
         self._playwright: Any = None
         self._browser: Any = None
@@ -133,7 +143,9 @@ class Renderer:
             started = time.monotonic()
             try:
                 async with asyncio.timeout(limit):
-                    await self._render_in(context, url, document, fetch, result)
+                    await self._within_memory(
+                        self._render_in(context, url, document, fetch, result), url
+                    )
             except TimeoutError:
                 await self._kill()
                 raise RenderError("timeout", f"{url}: not rendered within {limit:.1f} s") from None
@@ -200,6 +212,25 @@ class Renderer:
             raise RenderError("crashed", f"{url}: the page crashed (out of memory?)")
         result.html = await page.content()
 
+    async def _within_memory(self, rendering: Awaitable[None], url: str) -> None:
+        """``rendering`` to its end, unless the browser's memory passes its limit first (a
+        RenderError "memory"; the caller kills the browser)."""
+        task = asyncio.ensure_future(rendering)
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=_MEMORY_POLL)
+                used = 0.0 if task.done() else browser_memory_mb()
+                if used > self._memory_mb:
+                    raise RenderError(
+                        "memory",
+                        f"{url}: the browser used {used:.0f} MB (limit {self._memory_mb} MB)",
+                    )
+            task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+
     async def _new_context(self) -> Any:
         """A fresh context (no cookies, no storage) in the browser, started if need be; a
         browser that will not start or answer is a failed render (RenderError)."""
@@ -251,6 +282,22 @@ class Renderer:
         if self._playwright is not None:
             await _quietly(self._playwright.stop())
             self._playwright = None
+
+
+def browser_memory_mb() -> float:
+    """The private memory (resident, not shared) of every browser process this process
+    started, in MB: what the browser costs the machine beyond the libraries it shares."""
+    import psutil  # the render extra's; imported only once a browser runs
+
+    total = 0
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.name().startswith(_PROCESS_NAMES):
+                info = process.memory_info()
+                total += max(0, info.rss - getattr(info, "shared", 0))
+        except psutil.Error:  # gone between the listing and the look: it holds nothing now
+            continue
+    return total / 2**20
 
 
 def _chromium_args(heap_mb: int) -> list[str]:
