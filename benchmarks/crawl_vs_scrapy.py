@@ -42,7 +42,14 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import SOURCES, Corpus, StaticServer, canonical_url, prepare_corpus  # noqa: E402
+from corpus import (  # noqa: E402
+    SOURCES,
+    Corpus,
+    StaticServer,
+    canonical_url,
+    precompile,
+    prepare_corpus,
+)
 from floor import STEPS, Floor, measure_floor  # noqa: E402
 
 CRAWLERS = ("crawlspace", "scrapy", "crawlee")
@@ -480,6 +487,7 @@ def main() -> int:
     # The generated corpus stands in for both real ones: one table.
     names = ["python"] if args.generated else [*SOURCES] if args.corpus == "both" else [args.corpus]
 
+    precompile()  # as pip install leaves every package, the peers' included
     print(*machine_info(), sep="\n")
     print(f"- crawlspace event loop: {args.event_loop}")
     if args.cpus:

@@ -30,7 +30,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import SOURCES, StaticServer, prepare_corpus  # noqa: E402
+from corpus import SOURCES, StaticServer, precompile, prepare_corpus  # noqa: E402
 from crawl_vs_scrapy import RunResult, run_once  # noqa: E402
 
 
@@ -51,8 +51,9 @@ def worktree(rev: str, parent: Path) -> Iterator[Path]:
 
 
 def build_helpers(tree: Path) -> None:
-    """A tree's compiled helpers (setup.py), built in place, as ``pip install -e`` builds them
-    in a checkout: the crawl imports ``<tree>/src`` and must run the code it would run there."""
+    """A tree's bytecode and compiled helpers (setup.py), built in place, as ``pip install``
+    builds them: the crawl imports ``<tree>/src`` and must run the code it would run there."""
+    precompile(tree / "src")
     if (tree / "setup.py").exists():
         subprocess.run(
             [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
