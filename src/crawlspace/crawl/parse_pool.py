@@ -69,9 +69,6 @@ class _Channel:
         sock.setblocking(False)
         self.sock = sock
         self.waiting: deque[asyncio.Future[Any]] = deque()
-        # The frames of the jobs waiting, and their bytes in all: what a new job goes behind.
-        self._sizes: deque[int] = deque()
-        self.queued_bytes = 0
         self._pool = pool
         self._loop: asyncio.AbstractEventLoop | None = None
         self._received = bytearray()
@@ -94,13 +91,6 @@ class _Channel:
         if loop is not None and not loop.is_closed():
             loop.remove_reader(self.sock.fileno())
             loop.remove_writer(self.sock.fileno())
-
-    def submit(self, data: bytes, future: asyncio.Future[Any]) -> None:
-        """A job's frame, whose answer ``future`` waits for."""
-        self.waiting.append(future)
-        self._sizes.append(len(data))
-        self.queued_bytes += len(data)
-        self.send(data)
 
     def send(self, data: bytes) -> None:
         """One frame: ``data``'s length, then ``data`` (one sendmsg, no joined copy)."""
@@ -152,7 +142,6 @@ class _Channel:
             frame = received[FRAME.size : end]
             del received[:end]
             future = self.waiting.popleft()
-            self.queued_bytes -= self._sizes.popleft()
             self.answered = True
             try:
                 ok, value = pickle.loads(frame)
@@ -172,8 +161,6 @@ class _Channel:
         (the first waiting, unless it retired after answering) crashed it; the rest never
         began."""
         self.detach()
-        self._sizes.clear()
-        self.queued_bytes = 0
         replaced = self._pool.replace(self)
         running = not self.retiring
         while self.waiting:
@@ -257,19 +244,17 @@ class ParsePool:
         return [process.pid for process in self._processes]
 
     async def run(self, job: Callable[[], T]) -> T:
-        """``job()`` on the least busy worker (``job`` and its answer picklable). The least
-        busy is the one with the fewest bytes of jobs waiting: a parse takes time about in
-        proportion to its page's size, and counting jobs put the next page behind a 2 MB one
-        while the other worker had a small one to finish."""
+        """``job()`` on the least busy worker (``job`` and its answer picklable)."""
         data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
         for _ in range(RESENDS):
             if self.gone:
                 break
             loop = asyncio.get_running_loop()
-            channel = min(self._channels, key=lambda c: c.queued_bytes)
+            channel = min(self._channels, key=lambda c: len(c.waiting))
             channel.attach(loop)
             future: asyncio.Future[T] = loop.create_future()
-            channel.submit(data, future)
+            channel.waiting.append(future)
+            channel.send(data)
             try:
                 return await future
             except _NotRun:
