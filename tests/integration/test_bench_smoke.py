@@ -259,3 +259,28 @@ def test_the_render_benchmark_crawls_the_app_and_the_plain_site() -> None:
     pages = {row.split("|")[1].strip(): int(row.split("|")[2]) for row in rows[1:]}
     # Both sites crawled in full: the app's pages were found only by rendering them.
     assert pages == {"plain HTML, no rendering": 13, "the same as an app, --render auto": 13}
+
+
+THREADS_SCRIPT = SCRIPT.parent / "thread_cpu.py"
+
+
+def test_the_thread_cpu_table_names_the_loop_and_the_parse_workers() -> None:
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("thread_cpu.py reads /proc (Linux)")
+    done = subprocess.run(
+        [sys.executable, str(THREADS_SCRIPT), "--generated", "--max-pages", "150", "--hosts", "2"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        cells[0]: cells
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| thread")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert {"crawl loop (main thread)", "parse worker 1", "all"} <= set(rows), rows
+    assert float(rows["crawl loop (main thread)"][1]) > 0  # the loop did work
+    assert "150 pages in" in done.stdout

@@ -1,0 +1,142 @@
+"""Where a crawl's CPU goes, exactly: CPU per page of each process and thread of one crawlspace
+crawl, read from the kernel's own accounting (``/proc/<pid>/task/<tid>/stat``), and how busy each
+was over the crawl.
+
+    python benchmarks/thread_cpu.py [--corpus python|postgres] [--hosts N] [--max-pages 0]
+        [--generated]
+
+Serves a corpus of ``crawl_vs_scrapy.py`` over nginx on loopback hosts and runs the same crawl
+command, reading every thread's user + system time 20 times a second until the crawl exits (a
+thread's last reading stands for it). py-spy (``profile_crawl.py``) says which functions cost,
+but it also counts a thread blocked in ``recv`` or ``fsync`` as busy: here only the CPU the
+kernel charged counts, so the table answers "which process is the bottleneck" (a thread busy
+~100% of the wall time is; a crawl whose threads all have room is bound by its hosts' cycle).
+Linux only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+
+from corpus import SOURCES, StaticServer, precompile, prepare_corpus  # noqa: E402
+from crawl_vs_scrapy import command, fetched_urls  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+SAMPLE_SECONDS = 0.05
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process under it (the parse workers), from /proc's children lists."""
+    found, index = [root], 0
+    while index < len(found):
+        pid = found[index]
+        index += 1
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+                found += [int(c) for c in children if int(c) not in found]
+        except OSError:  # gone meanwhile
+            continue
+    return found
+
+
+def thread_seconds(pids: list[int]) -> dict[tuple[int, int], float]:
+    """(pid, tid) -> the thread's user + system seconds so far."""
+    seconds: dict[tuple[int, int], float] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            seconds[(pid, int(tid))] = (int(fields[11]) + int(fields[12])) / TICKS
+    return seconds
+
+
+def role(root: int, pid: int, tid: int, workers: list[int]) -> str:
+    if pid == root:
+        return "crawl loop (main thread)" if tid == pid else f"crawl process, thread {tid}"
+    return f"parse worker {workers.index(pid) + 1}" if pid in workers else f"process {pid}"
+
+
+def measure(cmd: list[str]) -> tuple[float, dict[str, float]]:
+    """Run ``cmd`` to its end: its wall seconds and each thread's CPU seconds by role."""
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    last: dict[tuple[int, int], float] = {}
+    while proc.poll() is None:
+        last.update(thread_seconds(descendants(proc.pid)))
+        time.sleep(SAMPLE_SECONDS)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"the crawl failed (exit {proc.returncode})")
+    workers = sorted({pid for pid, _ in last if pid != proc.pid})
+    by_role: dict[str, float] = {}
+    for (pid, tid), cpu in last.items():
+        name = role(proc.pid, pid, tid, workers)
+        by_role[name] = by_role.get(name, 0.0) + cpu
+    return wall, by_role
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", choices=sorted(SOURCES), default="postgres")
+    parser.add_argument("--hosts", type=int, help="loopback hosts (the corpus's default)")
+    parser.add_argument("--max-pages", type=int, default=0, help="0: no limit")
+    parser.add_argument("--generated", action="store_true", help="use the generated corpus")
+    parser.add_argument("--no-install", action="store_true", help="never apt-get the docs")
+    args = parser.parse_args()
+    if not Path("/proc/self/task").is_dir():
+        print("thread_cpu.py reads /proc: Linux only", file=sys.stderr)
+        return 2
+    precompile()
+    work = Path(tempfile.mkdtemp(prefix="crawlspace-threads-"))
+    try:
+        corpus = prepare_corpus(
+            work,
+            install=not args.no_install,
+            generated_pages=600,
+            generated_only=args.generated,
+            name=args.corpus,
+        )
+        hosts = args.hosts or SOURCES[args.corpus].default_hosts
+        addresses = [f"127.0.0.{i}" for i in range(1, hosts + 1)]
+        server = StaticServer(
+            corpus.root, addresses, prefer_nginx=True, robots_txt=corpus.robots_txt
+        )
+        with server:
+            seeds = [f"{h}/index.html" for h in server.base_urls()]
+            out = work / "crawl"
+            wall, by_role = measure(command("crawlspace", seeds, out, args.max_pages))
+            pages = len(fetched_urls("crawlspace", out))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    total = sum(by_role.values())
+    print(f"## CPU by thread ({corpus.description}, {hosts} hosts)\n")
+    rate = pages / wall
+    print(f"{pages:,} pages in {wall:.2f} s ({rate:.1f} pages/s), {total / wall:.2f} cores\n")
+    print("| thread | CPU s | CPU ms / page | busy (of the wall time) |")
+    print("|---|---:|---:|---:|")
+    for name, cpu in sorted(by_role.items(), key=lambda item: -item[1]):
+        print(f"| {name} | {cpu:.2f} | {1000 * cpu / max(pages, 1):.3f} | {cpu / wall:.0%} |")
+    print(f"| all | {total:.2f} | {1000 * total / max(pages, 1):.3f} | {total / wall:.0%} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
