@@ -5,7 +5,9 @@ Python 3.11 pickles a ``slots=True`` dataclass with ``_dataclass_getstate`` and
 field in Python: a page's ~100 link candidates cost ~0.3 ms each way on the crawl loop
 (benchmarks/README.md, "Near the limit"). ``by_fields`` gives a class a ``__reduce__`` that
 packs its fields with one C ``attrgetter`` and rebuilds the object through its constructor,
-~3x faster each way. Every field must be an ``__init__`` parameter.
+~3x faster each way. Every field must be an ``__init__`` parameter. The most numerous of them,
+a page's ``UrlCandidate`` and ``LinkRecord`` objects, went further: they are tuples, rebuilt
+by ``tuple.__new__`` with no constructor at all (records.py).
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ def test_a_sitemap_lastmod_after_the_last_visit_makes_its_revisit_due_now(
     frontier.add([listed], 50.0)  # changed before the visit: nothing to fetch again
     assert frontier.promote_due(60.0) == 0
     assert frontier.next_due_at() == 1010.0
-    frontier.add([dataclasses.replace(listed, stale_before=40.0)], 60.0)
+    frontier.add([listed._replace(stale_before=40.0)], 60.0)
     assert frontier.next_due_at() == 60.0
     assert frontier.promote_due(60.0) == 1
     (again,) = frontier.lease(60.0, 1, LEASE_SECONDS)

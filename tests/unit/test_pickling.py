@@ -48,11 +48,20 @@ def test_every_worker_object_comes_back_equal() -> None:
 
 
 def test_they_pickle_as_their_fields() -> None:
+    sketch = Sketch((1, 2, 3), 9)
+    assert sketch.__reduce__() == (Sketch, ((1, 2, 3), 9))
+
+
+def test_candidates_and_links_come_back_as_their_tuples_without_a_constructor() -> None:
+    """A page's candidates and links are rebuilt by ``tuple.__new__`` (records.py): one C call
+    each, and still of their own class."""
     candidate = UrlCandidate("http://a.test/x", "a.test:80", 3)
-    assert candidate.__reduce__() == (
-        UrlCandidate,
-        ("http://a.test/x", "a.test:80", 3, 0, 0, "link", None, None, None, None),
-    )
+    rebuild, (cls, values) = candidate.__reduce__()
+    assert (rebuild, cls) == (tuple.__new__, UrlCandidate)
+    assert values == ("http://a.test/x", "a.test:80", 3, 0, 0, "link", None, None, None, None)
+    for record in (candidate, LinkRecord("http://a.test/x", True)):
+        again = pickle.loads(pickle.dumps(record, protocol=5))
+        assert (type(again), again) == (type(record), record)
 
 
 def test_a_field_outside_init_is_refused() -> None:

@@ -333,7 +333,7 @@ def _screen(lease: Lease, completion: Completion, learned: Learned) -> Completio
         rejections[reason] = rejections.get(reason, 0) + 1
         if target is not None and target not in known:
             known.add(target)
-            kept.append(dataclasses.replace(cand, url=target))
+            kept.append(cand._replace(url=target))
     return dataclasses.replace(
         completion, discovered=kept, excluded=excluded, rejections=rejections
     )

@@ -22,7 +22,6 @@ sitemaps.org also says a sitemap should only list URLs under its own directory; 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterable
 
@@ -69,7 +68,7 @@ def admit_sitemap_doc(
     )
     if candidate is not None and reason is None:
         priority = url_priority(depth, _SITEMAP_DOC_PRIORITY) + position
-        candidate = dataclasses.replace(candidate, priority=priority)
+        candidate = candidate._replace(priority=priority)
     return candidate, reason
 
 
@@ -174,8 +173,7 @@ def _admit_entries(
             continue
         if not index:
             age = None if now is None else lastmod_age_days(entry.lastmod, now)
-            candidate = dataclasses.replace(
-                candidate,
+            candidate = candidate._replace(
                 priority=discovery.priority(candidate.url, depth, entry.priority, age),
                 lastmod=entry.lastmod,
                 changefreq=entry.changefreq,

@@ -12,7 +12,6 @@ the depth re-admission and a sitemap entry's update below all work on the stored
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -76,7 +75,7 @@ def resolve_query_orders(
     resolved = []
     for cand in candidates:
         url = stored_form(cand.url, forms)
-        resolved.append(cand if url == cand.url else dataclasses.replace(cand, url=url))
+        resolved.append(cand if url == cand.url else cand._replace(url=url))
     return resolved
 
 
