@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -189,6 +191,22 @@ def prepare_corpus(
     description = f"generated interlinked corpus of {generated_pages} pages ({why})"
     files, disallowed = _html_files(root, GENERATED_DISALLOWED)
     return Corpus(root, description, files, GENERATED_DISALLOWED, disallowed, "generated")
+
+
+@contextmanager
+def served_corpus(
+    work_dir: Path, name: str, *, install: bool, generated: bool, hosts: int | None = None
+) -> Iterator[tuple[Corpus, StaticServer, list[str]]]:
+    """The corpus ``name`` (prepare_corpus) served on ``hosts`` loopback addresses (None: the
+    corpus's default), one port, by nginx when there is one: the corpus, its server and the
+    crawl's seeds (each host's /index.html)."""
+    corpus = prepare_corpus(
+        work_dir, install=install, generated_pages=600, generated_only=generated, name=name
+    )
+    count = hosts or SOURCES[name].default_hosts
+    addresses = [f"127.0.0.{i}" for i in range(1, count + 1)]
+    with StaticServer(corpus.root, addresses, robots_txt=corpus.robots_txt) as server:
+        yield corpus, server, [f"{h}/index.html" for h in server.base_urls()]
 
 
 def free_port(addresses: list[str]) -> int:

@@ -30,7 +30,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import SOURCES, StaticServer, precompile, prepare_corpus  # noqa: E402
+from corpus import SOURCES, precompile, served_corpus  # noqa: E402
 from crawl_vs_scrapy import RunResult, run_once  # noqa: E402
 
 
@@ -126,19 +126,13 @@ def main() -> int:
 
 
 def run_pairs(args: argparse.Namespace, work: Path, trees: dict[str, Path]) -> int:
-    corpus = prepare_corpus(
-        work,
-        install=not args.no_install,
-        generated_pages=600,
-        generated_only=args.generated,
-        name=args.corpus,
-    )
     hosts_n = args.hosts or SOURCES[args.corpus].default_hosts
-    addresses = [f"127.0.0.{i}" for i in range(1, hosts_n + 1)]
     labels = {"A": args.base, "B": args.head or "working tree"}
     sides: dict[str, list[RunResult]] = {"A": [], "B": []}
-    with StaticServer(corpus.root, addresses, robots_txt=corpus.robots_txt) as server:
-        seeds = [f"{h}/index.html" for h in server.base_urls()]
+    install = not args.no_install
+    with served_corpus(
+        work, args.corpus, install=install, generated=args.generated, hosts=hosts_n
+    ) as (corpus, server, seeds):
         expected = corpus.expected_urls(server.base_urls())
         for run in range(args.pairs):
             for side, tree in trees.items():

@@ -25,7 +25,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import SOURCES, StaticServer, prepare_corpus  # noqa: E402
+from corpus import SOURCES, precompile, served_corpus  # noqa: E402
 from crawl_vs_scrapy import command, fetched_urls  # noqa: E402
 
 RATE = 250  # samples per second per process
@@ -91,22 +91,12 @@ def main() -> int:
     if spy is None:
         print("py-spy is not on PATH: pip install py-spy", file=sys.stderr)
         return 2
+    precompile()  # start-up without compiling, as an installed package starts
     work = Path(tempfile.mkdtemp(prefix="crawlspace-profile-"))
     try:
-        corpus = prepare_corpus(
-            work,
-            install=True,
-            generated_pages=600,
-            generated_only=args.generated,
-            name=args.corpus,
-        )
-        hosts = args.hosts or SOURCES[args.corpus].default_hosts
-        addresses = [f"127.0.0.{i}" for i in range(1, hosts + 1)]
-        server = StaticServer(
-            corpus.root, addresses, prefer_nginx=True, robots_txt=corpus.robots_txt
-        )
-        with server:
-            seeds = [f"{h}/index.html" for h in server.base_urls()]
+        with served_corpus(
+            work, args.corpus, install=True, generated=args.generated, hosts=args.hosts
+        ) as (corpus, _, seeds):
             out = work / "crawl"
             raw = work / "profile.txt"
             cmd = [spy, "record", "--subprocesses", "--rate", str(RATE), "--format", "raw"]

@@ -28,7 +28,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import SOURCES, StaticServer, precompile, prepare_corpus  # noqa: E402
+from corpus import SOURCES, precompile, served_corpus  # noqa: E402
 from crawl_vs_scrapy import command, fetched_urls  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -106,21 +106,11 @@ def main() -> int:
         return 2
     precompile()
     work = Path(tempfile.mkdtemp(prefix="crawlspace-threads-"))
+    install, hosts = not args.no_install, args.hosts or SOURCES[args.corpus].default_hosts
     try:
-        corpus = prepare_corpus(
-            work,
-            install=not args.no_install,
-            generated_pages=600,
-            generated_only=args.generated,
-            name=args.corpus,
-        )
-        hosts = args.hosts or SOURCES[args.corpus].default_hosts
-        addresses = [f"127.0.0.{i}" for i in range(1, hosts + 1)]
-        server = StaticServer(
-            corpus.root, addresses, prefer_nginx=True, robots_txt=corpus.robots_txt
-        )
-        with server:
-            seeds = [f"{h}/index.html" for h in server.base_urls()]
+        with served_corpus(
+            work, args.corpus, install=install, generated=args.generated, hosts=hosts
+        ) as (corpus, _, seeds):
             out = work / "crawl"
             wall, by_role = measure(command("crawlspace", seeds, out, args.max_pages))
             pages = len(fetched_urls("crawlspace", out))
