@@ -12,10 +12,12 @@ import os
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlspace.dashboard import write_report
 from crawlspace.dashboard.data import snapshot
 from crawlspace.demo.request_log import LoggedRequest, max_concurrency, min_gap
 from crawlspace.demo.sites import Response, robots_txt
@@ -23,10 +25,12 @@ from crawlspace.demo.webfarm import Site, WebFarm
 from crawlspace.ops.export import iter_records
 from crawlspace.ops.report import crawl_stats
 from crawlspace.render.browser import find_chromium
+from tests.integration.test_operator_views import browser
 from tests.redis_servers import RedisDeployment
 from tests.workers import cli, crawl_with_workers
 
 pytestmark = pytest.mark.slow  # a browser and crawls of seconds (README)
+__all__ = ["browser"]  # (the fixture, shared with the operator views' module)
 
 GAP = 0.3
 APP_JS = """
@@ -274,9 +278,10 @@ def _assert_two_renders(log: list[LoggedRequest], outs: list[Path]) -> None:
     assert skipped == 2 * SHELLS - 2
 
 
-def test_the_crawl_wide_render_budget_holds(tmp_path: Path) -> None:
+def test_the_crawl_wide_render_budget_holds(tmp_path: Path, browser: Any) -> None:
     """`render_max_pages`: two renders in the whole crawl, whatever the host; the other shells
-    are kept as fetched, and counted as skipped for the crawl's budget."""
+    are kept as fetched, and counted as skipped for the crawl's budget (`crawlspace stats`, and
+    a card of the dashboard, read here in its offline report)."""
     _needs_chromium()
     out = tmp_path / "out"
     with WebFarm({"a": _shells_site("a"), "b": _shells_site("b")}) as farm:
@@ -288,6 +293,14 @@ def test_the_crawl_wide_render_budget_holds(tmp_path: Path) -> None:
         log = farm.requests_for("a") + farm.requests_for("b")
     _assert_two_renders(log, [out])
     assert crawl_stats(out)["render"]["skipped.crawl_pages"] == 2 * SHELLS - 2
+    page = browser.new_page()
+    try:
+        page.goto(write_report(out, tmp_path / "report.html").as_uri())
+        page.wait_for_function("Number(document.body.dataset.updates || 0) >= 1", timeout=10_000)
+        card = page.locator('#totals .card[data-name="renders skipped"] b')
+        assert card.inner_text() == f"crawl_pages {2 * SHELLS - 2}"
+    finally:
+        page.close()
 
 
 def test_workers_share_the_crawl_wide_render_budget(

@@ -49,6 +49,14 @@
     if (render.pages || render.failed) {  // the rendering tier (--render): only when it ran
       cards.push(["rendered (failed)", fmtNum(render.pages || 0) + " (" + fmtNum(render.failed || 0) + ")"]);
     }
+    // Pages that needed a render and did not get one (a budget spent, a host whose renders
+    // added nothing), by why.
+    var skipped = Object.keys(render).filter(function (k) { return k.indexOf("skipped.") === 0; });
+    if (skipped.length) {
+      cards.push(["renders skipped", skipped.map(function (k) {
+        return k.slice("skipped.".length) + " " + fmtNum(render[k]);
+      }).join(", ")]);
+    }
     box.replaceChildren.apply(box, cards.map(function (c) {
       var card = el("div", null, "card");
       card.appendChild(el("b", c[1]));
