@@ -177,7 +177,7 @@ def test_a_renders_counters_reach_prometheus() -> None:
     metrics = CrawlMetrics()
     rendered = {"render.pages": 1, "render.ms": 1500, "render.requests": 3, "render.bytes": 900}
     failed = {"render.failed": 1, "render.failed.timeout": 1, "render.ms": 30000}
-    skipped = {"render.skipped.crawl_seconds": 1}
+    skipped = {"render.skipped": 1, "render.skipped.crawl_seconds": 1}
     for counters in (rendered, failed, {}, skipped, skipped):
         metrics.observe_completion("http://a.example", Completion("fetched", counters=counters))
     value = metrics.registry.get_sample_value

@@ -70,14 +70,15 @@ async def render_page(
     plain = PageSignals(html, content.text_chars, len(completion.links), content.app_shell)
     decision = should_render(parts.render_policy, lease.host_key, plain, renders, parts.renders)
     if not decision.render:
-        skipped = decision.reason in STOPPED
-        return _counted(completion, {f"render.skipped.{decision.reason}": int(skipped)}), content
+        if decision.reason not in STOPPED:
+            return completion, content
+        return _counted(completion, _skipped(decision.reason)), content
     budget = lease.expires_at - parts.now() - parts.config.total_timeout
     if budget < MIN_RENDER_SECONDS:
         return _counted(completion, {"render.lease_short": 1}), content
     refusal = _take_render(parts)
     if refusal is not None:
-        return _counted(completion, {f"render.skipped.{refusal}": 1}), content
+        return _counted(completion, _skipped(refusal)), content
     free_at = completion.next_allowed_at or parts.now()
     requests = _requests(parts, lease, rules, crawl_delay, free_at)
     started = time.monotonic()
@@ -254,6 +255,12 @@ def _new(old: Sequence[_T], new: Sequence[_T], *, key: Callable[[_T], str]) -> l
     """The items of ``new`` whose ``key`` is not one of ``old``'s."""
     known = {key(item) for item in old}
     return [item for item in new if key(item) not in known]
+
+
+def _skipped(reason: str) -> dict[str, int]:
+    """A page that needed a render and did not get one: counted in all and by why (as failed
+    renders are), so the metrics find it by one key."""
+    return {"render.skipped": 1, f"render.skipped.{reason}": 1}
 
 
 def _take_render(parts: VisitParts) -> str | None:

@@ -148,15 +148,15 @@ class CrawlMetrics:
             for reason, count in rejections.items():
                 if count:
                     self.rejections.labels(reason).inc(count)
-        if completion.counters:
-            self._observe_render(completion.counters)
+        counters = completion.counters
+        if "render.skipped" in counters:
+            for name in counters:
+                if name.startswith("render.skipped."):
+                    self.renders_skipped.labels(name.removeprefix("render.skipped.")).inc()
+        if "render.ms" in counters:
+            self._observe_render(counters)
 
     def _observe_render(self, counters: Mapping[str, int]) -> None:
-        for name in counters:
-            if name.startswith("render.skipped."):
-                self.renders_skipped.labels(name.removeprefix("render.skipped.")).inc()
-        if "render.ms" not in counters:
-            return
         if counters.get("render.pages"):
             self.renders.labels("rendered").inc()
         for name in counters:
