@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final, NamedTuple
@@ -223,8 +224,21 @@ def _limit_nesting(html: str) -> str:
 # ---- extraction ----------------------------------------------------------------------------
 
 
-def _collapse(text: str) -> str:
+try:
+    from crawlspace.parse import _text  # the compiled helper (setup.py)
+except ImportError:  # built without a C compiler: python_collapse
+    _text = None  # type: ignore[assignment]
+
+
+def python_collapse(text: str) -> str:
+    """``text`` with every run of whitespace one space and none at either end: the reference
+    the compiled helper (_text.c) is tested against."""
     return " ".join(text.split())
+
+
+# One pass in C where it was built: a python3.11-doc page's text took ~0.2-0.4 ms of split and
+# join in the parse worker, ~0.05 ms in C (benchmarks/README.md, "Near the limit").
+_collapse: Final[Callable[[str], str]] = python_collapse if _text is None else _text.collapse
 
 
 def _links(tree: LexborHTMLParser) -> list[RawLink]:
@@ -243,7 +257,7 @@ def _links(tree: LexborHTMLParser) -> list[RawLink]:
         # What an index says a page is about from the pages that link to it (the feed's
         # outlinks): ~0.4 µs a link in lexbor.
         label = (attrs.get("alt") or "") if tag == "area" else node.text()
-        anchor = " ".join(label.split())[:MAX_ANCHOR_CHARS] if label else ""
+        anchor = _collapse(label)[:MAX_ANCHOR_CHARS] if label else ""
         links.append(RawLink(href, nofollow, tag, anchor))
     return links
 
