@@ -284,3 +284,28 @@ def test_the_thread_cpu_table_names_the_loop_and_the_parse_workers() -> None:
     assert {"crawl loop (main thread)", "parse worker 1", "all"} <= set(rows), rows
     assert float(rows["crawl loop (main thread)"][1]) > 0  # the loop did work
     assert "150 pages in" in done.stdout
+
+
+CYCLE_SCRIPT = SCRIPT.parent / "host_cycle.py"
+
+
+def test_the_host_cycle_table_has_every_step_and_both_sides_of_the_parse() -> None:
+    done = subprocess.run(
+        [sys.executable, str(CYCLE_SCRIPT), "--generated", "--max-pages", "150", "--hosts", "2"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        cells[0]: cells
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| step")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    for step in ("fetch (address token, request, body)", "parse round trip", "the job"):
+        assert step in rows, rows
+    # The stamps of both processes lined up: a job runs inside its round trip.
+    assert 0 < float(rows["the job"][1]) <= float(rows["parse round trip"][1])
+    assert float(rows["host's cycle (its last task started -> this one started)"][1]) > 0
