@@ -309,3 +309,29 @@ def test_the_host_cycle_table_has_every_step_and_both_sides_of_the_parse() -> No
     # The stamps of both processes lined up: a job runs inside its round trip.
     assert 0 < float(rows["the job"][1]) <= float(rows["parse round trip"][1])
     assert float(rows["host's cycle (its last task started -> this one started)"][1]) > 0
+
+
+PARSE_COST_SCRIPT = SCRIPT.parent / "parse_cost.py"
+ONE_PASS = ["--rounds", "1", "--passes", "1"]
+
+
+def test_the_parse_cost_pair_prints_both_sides_and_their_ratio() -> None:
+    done = subprocess.run(
+        [sys.executable, str(PARSE_COST_SCRIPT), "--base", "HEAD", "--generated", *ONE_PASS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=SCRIPT.parent.parent,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        cells[0]: cells
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| side")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert {"A", "B", "B / A"} <= set(rows), rows
+    assert float(rows["A"][-1]) > 0  # the pages were parsed, on both sides
+    assert float(rows["B"][-1]) > 0
+    assert rows["B / A"][-1].endswith("x")
