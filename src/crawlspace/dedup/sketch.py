@@ -13,6 +13,7 @@ frontier/trap_yield.py.
 from __future__ import annotations
 
 import base64
+import functools
 import heapq
 import re
 import sys
@@ -71,17 +72,17 @@ def sketch_of(shingle_hashes: Sequence[int], packed: bytes | None = None) -> Ske
         # Uniform hashes: about 2K of them have a top byte below `top`, and the K smallest are
         # almost surely among those. The regex scans the n top bytes in C.
         top = -(-256 * 2 * K // n)
-        picked = {shingle_hashes[m.start()] for m in _TOP_BYTE[top].finditer(packed[7::8])}
+        picked = {shingle_hashes[m.start()] for m in _top_byte(top).finditer(packed[7::8])}
         if len(picked) >= K:
             return Sketch(tuple(sorted(picked)[:K]), n)
     return Sketch(tuple(heapq.nsmallest(K, set(shingle_hashes))), n)
 
 
-# _TOP_BYTE[t] matches a byte below t (1 <= t <= 256).
-_TOP_BYTE: Final = [re.compile(b"")] + [
-    re.compile(b"[" + re.escape(bytes([0])) + b"-" + re.escape(bytes([t - 1])) + b"]")
-    for t in range(1, 257)
-]
+@functools.cache
+def _top_byte(top: int) -> re.Pattern[bytes]:
+    """A pattern matching a byte below ``top`` (1 <= top <= 256), compiled on first use: the
+    256 of them took ~10 ms of every crawl and parse worker process's start."""
+    return re.compile(b"[" + re.escape(bytes([0])) + b"-" + re.escape(bytes([top - 1])) + b"]")
 
 
 def new_pairs(page: Sketch, other: Sketch) -> int:
