@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.crawler import Crawler, CrawlSummary
-from crawlspace.ops.progress import CrawlProgress
 from crawlspace.ops.report import crawl_stats
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# rich (the progress line, the summary table) is imported only where it is used: a quiet crawl
+# never needs it, and it was ~30 ms of every crawl's start and ~6 MB of its memory.
 
 
 def run_crawl(
@@ -26,6 +28,8 @@ def run_crawl(
     try:
         crawler.add_seeds(seeds)
         if config.progress:
+            from crawlspace.ops.progress import CrawlProgress
+
             with CrawlProgress() as progress:
                 return crawler.run_with_progress(progress)
         return crawler.run()
@@ -34,6 +38,9 @@ def run_crawl(
 
 
 def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = console or Console()
     table = Table(title="crawl summary", show_header=False)
     table.add_column(style="bold")
@@ -75,15 +82,18 @@ def print_stats(stats: dict[str, Any], console: Console | None = None) -> None:
 
 def print_summary(out_dir: Path, summary: CrawlSummary, *, quiet: bool = False) -> None:
     """The stop line, the summary table (not with ``quiet``) and what the user can do next."""
-    console = Console()
-    console.print(
-        f"stopped: [bold]{summary.stop_reason}[/] after {summary.elapsed:.1f}s,"
-        f" {summary.pages} pages this run"
-    )
+    stopped = f"after {summary.elapsed:.1f}s, {summary.pages} pages this run"
     stats = crawl_stats(out_dir)
-    if not quiet:
-        print_stats(stats, console)
-    for line in next_steps(summary.stop_reason, stats):
+    steps = next_steps(summary.stop_reason, stats)
+    if quiet:  # plain lines, one each, whole (logs are grepped)
+        print(f"stopped: {summary.stop_reason} {stopped}", *steps, sep="\n", flush=True)
+        return
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"stopped: [bold]{summary.stop_reason}[/] {stopped}")
+    print_stats(stats, console)
+    for line in steps:
         console.print(line, soft_wrap=True)  # (one line each, whole: logs are grepped)
 
 
