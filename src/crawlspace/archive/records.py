@@ -19,10 +19,17 @@ from io import BytesIO
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 from zlib_ng import zlib_ng
 
+from crawlspace.archive.warc_bytes import (
+    EMPTY_SHA1,
+    REQUEST_TYPE,
+    RESPONSE_TYPE,
+    REVISIT_PROFILE,
+    HttpHead,
+    sha1_digest,
+    warc_record,
+)
 from crawlspace.pickling import by_fields
 
 TRUNCATED_REASONS: Final = frozenset({"length", "time", "disconnect", "unspecified"})
@@ -97,37 +104,56 @@ def uuid_record_id() -> str:
 
 @dataclass(slots=True)
 class RecordBuilder:
-    """Builds records with ``make_id``'s record ids, compressed at ``compress_level``."""
+    """Builds records with ``make_id``'s record ids, compressed at ``compress_level``: a page's
+    request, response and revisit records as bytes here (warc_bytes.py), the rare warcinfo and
+    conversion records through warcio's writer, imported when one is first built."""
 
     compress_level: int = 6
     make_id: Callable[[], str] = uuid_record_id
-    _records: _RecordWriter = field(init=False)
+    _writer: Any = field(init=False, default=None)
 
-    def __post_init__(self) -> None:
-        self._records = _RecordWriter(self.make_id)
-
-    def exchange(self, exchange: Exchange) -> ExchangeRecords:
+    def exchange(self, exchange: Exchange, digest: str | None = None) -> ExchangeRecords:
+        """The request and the full response (``digest``: the payload's WARC-Payload-Digest,
+        when the caller already has it)."""
         if exchange.truncated is not None and exchange.truncated not in TRUNCATED_REASONS:
             raise ValueError(
                 f"truncated must be one of {sorted(TRUNCATED_REASONS)}: {exchange.truncated!r}"
             )
         payload = exchange.payload
-        response = self._records.create_warc_record(
+        head = _response_head(
+            exchange.status, exchange.reason, exchange.response_headers, exchange.http_version
+        ).block()
+        response_id, date = self.make_id(), warc_date(exchange.fetched_at)
+        request_id = self.make_id()
+        # The field order is warcio's: the ones given, the target, then what it adds.
+        fields = _capture_fields("response", response_id, date, exchange.ip_address)
+        if exchange.truncated:
+            fields.append(("WARC-Truncated", exchange.truncated))
+        digest = digest or payload_digest(payload)
+        fields += [
+            ("WARC-Target-URI", exchange.url),
+            ("WARC-Payload-Digest", digest),
+            ("WARC-Concurrent-To", request_id),
+            ("WARC-Block-Digest", sha1_digest(head, payload)),
+            ("Content-Type", RESPONSE_TYPE),
+            ("Content-Length", str(len(head) + len(payload))),
+        ]
+        request = self._request(
+            _request_head(
+                exchange.method, exchange.url, exchange.http_version, exchange.request_headers
+            ),
             exchange.url,
-            "response",
-            payload=BytesIO(payload),
-            length=len(payload),
-            warc_headers_dict=self._capture_headers(
-                "response", exchange.fetched_at, exchange.ip_address, exchange.truncated
-            ),
-            http_headers=_response_head(
-                exchange.status, exchange.reason, exchange.response_headers, exchange.http_version
-            ),
+            record_id=request_id,
+            date=date,
+            response_id=response_id,
         )
-        request = _request_head(
-            exchange.method, exchange.url, exchange.http_version, exchange.request_headers
+        return ExchangeRecords(
+            request_member=self.compress(request),
+            response_member=self.compress(warc_record(fields, head, payload)),
+            payload_sha256=hashlib.sha256(payload).hexdigest(),
+            payload_digest=digest,
+            response_id=response_id,
         )
-        return self._pair(response, request, hashlib.sha256(payload).hexdigest())
 
     def capture(self, exchange: Exchange, earlier: EarlierCapture | None) -> ExchangeRecords:
         """The exchange's records: a revisit of ``earlier`` if its payload is that capture's
@@ -135,8 +161,9 @@ class RecordBuilder:
         hostile page could collide), else the full response."""
         if earlier is None or exchange.truncated is not None:
             return self.exchange(exchange)
-        if payload_digest(exchange.payload) != earlier.payload_digest:
-            return self.exchange(exchange)
+        digest = payload_digest(exchange.payload)
+        if digest != earlier.payload_digest:
+            return self.exchange(exchange, digest)
         records = self.revisit(
             Revisit(
                 url=exchange.url,
@@ -156,26 +183,64 @@ class RecordBuilder:
         return dataclasses.replace(records, revisit=True)
 
     def revisit(self, revisit: Revisit) -> ExchangeRecords:
-        record = self._records.create_revisit_record(
+        """The request and an identical-payload-digest revisit record (its block the response's
+        head only)."""
+        head = _response_head(
+            revisit.status, revisit.reason, revisit.response_headers, revisit.http_version
+        ).block()
+        record_id, date = self.make_id(), warc_date(revisit.fetched_at)
+        request_id = self.make_id()
+        fields = _capture_fields("revisit", record_id, date, revisit.ip_address)
+        fields += [
+            ("WARC-Target-URI", revisit.url),
+            ("WARC-Profile", REVISIT_PROFILE),
+            ("WARC-Refers-To-Target-URI", revisit.refers_to_url),
+            ("WARC-Refers-To-Date", warc_date(revisit.refers_to_date)),
+            ("WARC-Payload-Digest", revisit.payload_digest),
+            ("WARC-Concurrent-To", request_id),
+            ("WARC-Block-Digest", sha1_digest(head)),
+            ("Content-Type", RESPONSE_TYPE),
+            ("Content-Length", str(len(head))),
+        ]
+        request = self._request(
+            _request_head(
+                revisit.method, revisit.url, revisit.http_version, revisit.request_headers
+            ),
             revisit.url,
-            revisit.payload_digest,
-            revisit.refers_to_url,
-            warc_date(revisit.refers_to_date),
-            http_headers=_response_head(
-                revisit.status, revisit.reason, revisit.response_headers, revisit.http_version
-            ),
-            warc_headers_dict=self._capture_headers(
-                "revisit", revisit.fetched_at, revisit.ip_address, None
-            ),
+            record_id=request_id,
+            date=date,
+            response_id=record_id,
         )
-        request = _request_head(
-            revisit.method, revisit.url, revisit.http_version, revisit.request_headers
+        return ExchangeRecords(
+            request_member=self.compress(request),
+            response_member=self.compress(warc_record(fields, head)),
+            payload_sha256=None,
+            payload_digest=revisit.payload_digest,
+            response_id=record_id,
         )
-        return self._pair(record, request, None)
+
+    def _request(
+        self, request: HttpHead, url: str, *, record_id: str, date: str, response_id: str
+    ) -> bytes:
+        """The request record (WARC 1.1 WARC-Concurrent-To may be on either record; both
+        records name the other)."""
+        head = request.block()
+        fields = [
+            ("WARC-Type", "request"),
+            ("WARC-Record-ID", record_id),
+            ("WARC-Date", date),
+            ("WARC-Concurrent-To", response_id),
+            ("WARC-Target-URI", url),
+            ("WARC-Payload-Digest", EMPTY_SHA1),
+            ("WARC-Block-Digest", sha1_digest(head)),
+            ("Content-Type", REQUEST_TYPE),
+            ("Content-Length", str(len(head))),
+        ]
+        return warc_record(fields, head)
 
     def warcinfo(self, name: str, opened_at: float, fields: dict[str, str]) -> bytes:
         body = "".join(f"{k}: {v}\r\n" for k, v in fields.items() if v).encode()
-        record = self._records.create_warc_record(
+        record = self._warcio().create_warc_record(
             "",
             "warcinfo",
             payload=BytesIO(body),
@@ -187,7 +252,7 @@ class RecordBuilder:
                 "WARC-Filename": name,
             },
         )
-        return self.compress(self._records.serialize(record))
+        return self.compress(self._warcio().serialize(record))
 
     def compress(self, data: bytes) -> bytes:
         # warcio's GzippingWrapper hard-codes level 9: ~1.4x the time of level 6 on HTML for <1%
@@ -196,50 +261,6 @@ class RecordBuilder:
         # ~4x faster again, ~50% larger.
         compressor = zlib_ng.compressobj(self.compress_level, zlib_ng.DEFLATED, _GZIP_WBITS)
         return compressor.compress(data) + compressor.flush()
-
-    def _capture_headers(
-        self, record_type: str, fetched_at: float, ip_address: str | None, truncated: str | None
-    ) -> dict[str, str]:
-        # WARC-Type first: warcio keeps the given order, and readers expect the type up front.
-        headers = {
-            "WARC-Type": record_type,
-            "WARC-Record-ID": self.make_id(),
-            "WARC-Date": warc_date(fetched_at),
-        }
-        if ip_address:
-            headers["WARC-IP-Address"] = ip_address
-        if truncated:
-            headers["WARC-Truncated"] = truncated
-        return headers
-
-    def _pair(
-        self, response: Any, request_head: StatusAndHeaders, payload_sha256: str | None
-    ) -> ExchangeRecords:
-        url: str = response.rec_headers.get_header("WARC-Target-URI")
-        response_id: str = response.rec_headers.get_header("WARC-Record-ID")
-        request_id = self.make_id()
-        request = self._records.create_warc_record(
-            url,
-            "request",
-            payload=BytesIO(),
-            length=0,
-            warc_headers_dict={
-                "WARC-Type": "request",
-                "WARC-Record-ID": request_id,
-                "WARC-Date": response.rec_headers.get_header("WARC-Date"),
-                "WARC-Concurrent-To": response_id,
-            },
-            http_headers=request_head,
-        )
-        # WARC 1.1 WARC-Concurrent-To may appear on either record; linking both ways is cheap.
-        response.rec_headers.add_header("WARC-Concurrent-To", request_id)
-        return ExchangeRecords(
-            request_member=self.compress(self._records.serialize(request)),
-            response_member=self.compress(self._records.serialize(response)),
-            payload_sha256=payload_sha256,
-            payload_digest=response.rec_headers.get_header("WARC-Payload-Digest"),
-            response_id=response_id,
-        )
 
     def conversion(self, url: str, html: bytes, made_at: float, refers_to: str | None) -> bytes:
         """A rendered page's DOM as a WARC 1.1 conversion record (one gzip member) that refers
@@ -251,7 +272,7 @@ class RecordBuilder:
         }
         if refers_to:
             headers["WARC-Refers-To"] = refers_to
-        record = self._records.create_warc_record(
+        record = self._warcio().create_warc_record(
             url,
             "conversion",
             payload=BytesIO(html),
@@ -259,32 +280,47 @@ class RecordBuilder:
             warc_content_type="text/html; charset=utf-8",
             warc_headers_dict=headers,
         )
-        return self.compress(self._records.serialize(record))
+        return self.compress(self._warcio().serialize(record))
+
+    def _warcio(self) -> Any:
+        """warcio's record builder with our record ids, made on first use (warc_bytes.py)."""
+        if self._writer is None:
+            self._writer = _warcio_writer(self.make_id)
+        return self._writer
 
     def __getstate__(self) -> tuple[int, Callable[[], str]]:
         return self.compress_level, self.make_id
 
     def __setstate__(self, state: tuple[int, Callable[[], str]]) -> None:
         self.compress_level, self.make_id = state
-        self._records = _RecordWriter(self.make_id)
+        self._writer = None
 
 
-class _RecordWriter(WARCWriter):  # type: ignore[misc]  # warcio ships no type hints
-    """warcio's record builder with our record ids; serializes uncompressed into a buffer of
-    its own per record, so threads may share one (the crawl loop writes a new file's warcinfo
-    while the WARC thread builds an exchange's records)."""
+def _capture_fields(
+    record_type: str, record_id: str, date: str, ip_address: str | None
+) -> list[tuple[str, str]]:
+    fields = [("WARC-Type", record_type), ("WARC-Record-ID", record_id), ("WARC-Date", date)]
+    if ip_address:
+        fields.append(("WARC-IP-Address", ip_address))
+    return fields
 
-    def __init__(self, make_id: Callable[[], str]) -> None:
-        super().__init__(BytesIO(), gzip=False, warc_version="1.1")
-        self._make_id = make_id
 
-    def _make_warc_id(self) -> str:
-        return self._make_id()
+def _warcio_writer(make_id: Callable[[], str]) -> Any:
+    """warcio's writer, serializing uncompressed into a buffer of its own per record, so threads
+    may share one (the crawl loop writes a new file's warcinfo while the WARC thread builds an
+    exchange's records)."""
+    from warcio.warcwriter import WARCWriter
 
-    def serialize(self, record: Any) -> bytes:
-        out = BytesIO()
-        self._write_warc_record(out, record)
-        return out.getvalue()
+    class RecordWriter(WARCWriter):  # type: ignore[misc]  # warcio ships no type hints
+        def _make_warc_id(self) -> str:
+            return make_id()
+
+        def serialize(self, record: Any) -> bytes:
+            out = BytesIO()
+            self._write_warc_record(out, record)
+            return out.getvalue()
+
+    return RecordWriter(BytesIO(), gzip=False, warc_version="1.1")
 
 
 def payload_digest(payload: bytes) -> str:
@@ -300,21 +336,20 @@ def warc_date(timestamp: float) -> str:
 
 def _request_head(
     method: str, url: str, http_version: str, headers: list[tuple[str, str]]
-) -> StatusAndHeaders:
+) -> HttpHead:
     parts = urlsplit(url)
     target = f"{parts.path or '/'}?{parts.query}" if parts.query else parts.path or "/"
-    line = f"{method} {target} HTTP/{http_version}"
-    return StatusAndHeaders(line, list(headers), is_http_request=True)
+    return HttpHead("", f"{method} {target} HTTP/{http_version}", list(headers))
 
 
 def _response_head(
     status: int, reason: str, headers: list[tuple[str, str]], http_version: str
-) -> StatusAndHeaders:
+) -> HttpHead:
     visible = [
         (_header_text(_HIDDEN_HEADERS.get(name.lower(), name)), _header_text(value))
         for name, value in headers
     ]
-    return StatusAndHeaders(_status_line(status, reason), visible, protocol=f"HTTP/{http_version}")
+    return HttpHead(f"HTTP/{http_version}", _status_line(status, reason), visible)
 
 
 def _header_text(text: str) -> str:
