@@ -18,6 +18,26 @@ pytestmark = pytest.mark.slow  # crawls of seconds: not in the quick subset (REA
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "crawl_vs_scrapy.py"
 
 
+def _run_table(script: Path, *args: str, skip: str, timeout: float = 180) -> dict[str, list[str]]:
+    """Run a benchmark ``script``; its table rows by first cell (the header row, which begins
+    ``| {skip}``, left out)."""
+    done = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=SCRIPT.parent.parent,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {
+        cells[0]: cells
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith(f"| {skip}")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    } | {"(output)": [done.stdout]}
+
+
 def test_quick_benchmark_runs_every_crawler_and_prints_table_and_floor() -> None:
     if importlib.util.find_spec("scrapy") is None:
         pytest.skip("scrapy is not importable (pip install -e '.[bench]')")
@@ -262,48 +282,23 @@ def test_the_render_benchmark_crawls_the_app_and_the_plain_site() -> None:
 
 
 THREADS_SCRIPT = SCRIPT.parent / "thread_cpu.py"
+SMALL_CRAWL = ("--generated", "--max-pages", "150", "--hosts", "2")
 
 
 def test_the_thread_cpu_table_names_the_loop_and_the_parse_workers() -> None:
     if not Path("/proc/self/task").is_dir():
         pytest.skip("thread_cpu.py reads /proc (Linux)")
-    done = subprocess.run(
-        [sys.executable, str(THREADS_SCRIPT), "--generated", "--max-pages", "150", "--hosts", "2"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {
-        cells[0]: cells
-        for line in done.stdout.splitlines()
-        if line.startswith("| ") and not line.startswith("| thread")
-        for cells in [[c.strip() for c in line.strip("|").split("|")]]
-    }
+    rows = _run_table(THREADS_SCRIPT, *SMALL_CRAWL, skip="thread")
     assert {"crawl loop (main thread)", "parse worker 1", "all"} <= set(rows), rows
     assert float(rows["crawl loop (main thread)"][1]) > 0  # the loop did work
-    assert "150 pages in" in done.stdout
+    assert "150 pages in" in rows["(output)"][0]
 
 
 CYCLE_SCRIPT = SCRIPT.parent / "host_cycle.py"
 
 
 def test_the_host_cycle_table_has_every_step_and_both_sides_of_the_parse() -> None:
-    done = subprocess.run(
-        [sys.executable, str(CYCLE_SCRIPT), "--generated", "--max-pages", "150", "--hosts", "2"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {
-        cells[0]: cells
-        for line in done.stdout.splitlines()
-        if line.startswith("| ") and not line.startswith("| step")
-        for cells in [[c.strip() for c in line.strip("|").split("|")]]
-    }
+    rows = _run_table(CYCLE_SCRIPT, *SMALL_CRAWL, skip="step")
     for step in ("fetch (address token, request, body)", "parse round trip", "the job"):
         assert step in rows, rows
     # The stamps of both processes lined up: a job runs inside its round trip.
@@ -316,21 +311,8 @@ ONE_PASS = ["--rounds", "1", "--passes", "1"]
 
 
 def test_the_parse_cost_pair_prints_both_sides_and_their_ratio() -> None:
-    done = subprocess.run(
-        [sys.executable, str(PARSE_COST_SCRIPT), "--base", "HEAD", "--generated", *ONE_PASS],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=SCRIPT.parent.parent,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {
-        cells[0]: cells
-        for line in done.stdout.splitlines()
-        if line.startswith("| ") and not line.startswith("| side")
-        for cells in [[c.strip() for c in line.strip("|").split("|")]]
-    }
+    args = ("--base", "HEAD", "--generated", *ONE_PASS)
+    rows = _run_table(PARSE_COST_SCRIPT, *args, skip="side", timeout=300)
     assert {"A", "B", "B / A"} <= set(rows), rows
     assert float(rows["A"][-1]) > 0  # the pages were parsed, on both sides
     assert float(rows["B"][-1]) > 0

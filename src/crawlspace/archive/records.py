@@ -138,15 +138,7 @@ class RecordBuilder:
             ("Content-Type", RESPONSE_TYPE),
             ("Content-Length", str(len(head) + len(payload))),
         ]
-        request = self._request(
-            _request_head(
-                exchange.method, exchange.url, exchange.http_version, exchange.request_headers
-            ),
-            exchange.url,
-            record_id=request_id,
-            date=date,
-            response_id=response_id,
-        )
+        request = self._request(exchange, record_id=request_id, date=date, response_id=response_id)
         return ExchangeRecords(
             request_member=self.compress(request),
             response_member=self.compress(warc_record(fields, head, payload)),
@@ -202,15 +194,7 @@ class RecordBuilder:
             ("Content-Type", RESPONSE_TYPE),
             ("Content-Length", str(len(head))),
         ]
-        request = self._request(
-            _request_head(
-                revisit.method, revisit.url, revisit.http_version, revisit.request_headers
-            ),
-            revisit.url,
-            record_id=request_id,
-            date=date,
-            response_id=record_id,
-        )
+        request = self._request(revisit, record_id=request_id, date=date, response_id=record_id)
         return ExchangeRecords(
             request_member=self.compress(request),
             response_member=self.compress(warc_record(fields, head)),
@@ -220,11 +204,12 @@ class RecordBuilder:
         )
 
     def _request(
-        self, request: HttpHead, url: str, *, record_id: str, date: str, response_id: str
+        self, sent: Exchange | Revisit, *, record_id: str, date: str, response_id: str
     ) -> bytes:
         """The request record (WARC 1.1 WARC-Concurrent-To may be on either record; both
         records name the other)."""
-        head = request.block()
+        url = sent.url
+        head = _request_head(sent.method, url, sent.http_version, sent.request_headers).block()
         fields = [
             ("WARC-Type", "request"),
             ("WARC-Record-ID", record_id),
