@@ -379,3 +379,12 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a tool that crawls one served corpus once (thread_cpu.py, host_cycle.py)."""
+    parser.add_argument("--corpus", choices=sorted(SOURCES), default="postgres")
+    parser.add_argument("--hosts", type=int, help="loopback hosts (the corpus's default)")
+    parser.add_argument("--max-pages", type=int, default=0, help="0: no limit")
+    parser.add_argument("--generated", action="store_true", help="use the generated corpus")
+    parser.add_argument("--no-install", action="store_true", help="never apt-get the docs")

@@ -41,7 +41,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 PROBE_DIR = BENCH_DIR / "cycle_probe"
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import SOURCES, precompile, served_corpus  # noqa: E402
+from corpus import SOURCES, add_crawl_arguments, precompile, served_corpus  # noqa: E402
 from crawl_vs_scrapy import command, fetched_urls  # noqa: E402
 
 Span = tuple[float, float]
@@ -138,11 +138,7 @@ def table(rows: dict[str, list[float]]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--corpus", choices=sorted(SOURCES), default="postgres")
-    parser.add_argument("--hosts", type=int, help="loopback hosts (the corpus's default)")
-    parser.add_argument("--max-pages", type=int, default=0, help="0: no limit")
-    parser.add_argument("--generated", action="store_true", help="use the generated corpus")
-    parser.add_argument("--no-install", action="store_true", help="never apt-get the docs")
+    add_crawl_arguments(parser)
     args = parser.parse_args()
     precompile()
     work = Path(tempfile.mkdtemp(prefix="crawlspace-cycle-"))

@@ -28,7 +28,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from corpus import SOURCES, precompile, served_corpus  # noqa: E402
+from corpus import SOURCES, add_crawl_arguments, precompile, served_corpus  # noqa: E402
 from crawl_vs_scrapy import command, fetched_urls  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -95,11 +95,7 @@ def measure(cmd: list[str]) -> tuple[float, dict[str, float]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--corpus", choices=sorted(SOURCES), default="postgres")
-    parser.add_argument("--hosts", type=int, help="loopback hosts (the corpus's default)")
-    parser.add_argument("--max-pages", type=int, default=0, help="0: no limit")
-    parser.add_argument("--generated", action="store_true", help="use the generated corpus")
-    parser.add_argument("--no-install", action="store_true", help="never apt-get the docs")
+    add_crawl_arguments(parser)
     args = parser.parse_args()
     if not Path("/proc/self/task").is_dir():
         print("thread_cpu.py reads /proc: Linux only", file=sys.stderr)

@@ -120,11 +120,7 @@ class RecordBuilder:
                 f"truncated must be one of {sorted(TRUNCATED_REASONS)}: {exchange.truncated!r}"
             )
         payload = exchange.payload
-        head = _response_head(
-            exchange.status, exchange.reason, exchange.response_headers, exchange.http_version
-        ).block()
-        response_id, date = self.make_id(), warc_date(exchange.fetched_at)
-        request_id = self.make_id()
+        head, response_id, date, request_id = self._start(exchange)
         # The field order is warcio's: the ones given, the target, then what it adds.
         fields = _capture_fields("response", response_id, date, exchange.ip_address)
         if exchange.truncated:
@@ -177,11 +173,7 @@ class RecordBuilder:
     def revisit(self, revisit: Revisit) -> ExchangeRecords:
         """The request and an identical-payload-digest revisit record (its block the response's
         head only)."""
-        head = _response_head(
-            revisit.status, revisit.reason, revisit.response_headers, revisit.http_version
-        ).block()
-        record_id, date = self.make_id(), warc_date(revisit.fetched_at)
-        request_id = self.make_id()
+        head, record_id, date, request_id = self._start(revisit)
         fields = _capture_fields("revisit", record_id, date, revisit.ip_address)
         fields += [
             ("WARC-Target-URI", revisit.url),
@@ -202,6 +194,14 @@ class RecordBuilder:
             payload_digest=revisit.payload_digest,
             response_id=record_id,
         )
+
+    def _start(self, answered: Exchange | Revisit) -> tuple[bytes, str, str, str]:
+        """The response's head as its block begins, its record id and date, and its request's
+        record id (made in that order, as warcio made them)."""
+        head = _response_head(
+            answered.status, answered.reason, answered.response_headers, answered.http_version
+        ).block()
+        return head, self.make_id(), warc_date(answered.fetched_at), self.make_id()
 
     def _request(
         self, sent: Exchange | Revisit, *, record_id: str, date: str, response_id: str
