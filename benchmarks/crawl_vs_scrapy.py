@@ -11,8 +11,9 @@ Scrapy, crawlee, crawlspace, ... each a fresh subprocess measured with os.wait4 
 user+sys, peak RSS) and a /proc sampler of its process tree.
 
 The floor (floor.py: lexbor parse, a[href], ada join, visible text, SHA-256, gzip 6, in one
-process) is measured on the same files, and each crawler's CPU per page is printed as a
-multiple of it. Prints one Markdown table per corpus.
+process) is measured on the same files, before the first round and after each (the median
+timing is used), and each crawler's CPU per page is printed as a multiple of it. Prints one
+Markdown table per corpus.
 
 Run: python benchmarks/crawl_vs_scrapy.py [--corpus both] [--runs 3] [--hosts N]
          [--max-pages 0] [--crawlers crawlspace,scrapy,crawlee] [--quick]
@@ -324,6 +325,11 @@ def summaries(results: list[RunResult], expected: int) -> dict[str, Summary]:
     return found
 
 
+def median_floor(floors: list[Floor]) -> Floor:
+    """The timing of the floor in the middle (the lower of the two middle ones)."""
+    return sorted(floors, key=lambda f: f.ms_per_page)[(len(floors) - 1) // 2]
+
+
 def table(found: dict[str, Summary], floor: Floor) -> list[str]:
     rows = [TABLE_HEAD, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for crawler, s in found.items():
@@ -345,13 +351,20 @@ def table(found: dict[str, Summary], floor: Floor) -> list[str]:
     return rows
 
 
-def floor_lines(found: dict[str, Summary], floor: Floor, repeat: int, cores: int) -> list[str]:
+def floor_lines(
+    found: dict[str, Summary], floors: list[Floor], repeat: int, cores: int
+) -> list[str]:
+    """The floor (the median of its timings: ``floors``, before the first round and after
+    each), each crawler's CPU as a multiple of it, and the cores crawlspace used."""
+    floor = median_floor(floors)
     steps = ", ".join(f"{name} {floor.steps[name]:.3f}" for name in STEPS)
+    timings = ", ".join(f"{f.ms_per_page:.3f}" for f in floors)
     lines = [
         f"- **floor** (floor.py, one process: lexbor parse, a[href], ada join, visible text,"
         f" SHA-256, gzip 6; best of {repeat} pass(es) over the {floor.pages:,} allowed files,"
         f" {floor.kib_per_page:.1f} KiB and {floor.links / max(floor.pages, 1):.0f} links a"
-        f" page): **{floor.ms_per_page:.3f} CPU ms/page** ({steps})",
+        f" page; timed before the first round and after each: {timings} ms, the median"
+        f" kept): **{floor.ms_per_page:.3f} CPU ms/page** ({steps})",
     ]
     multiples = [f"{c} {ratio(s.cpu_ms, floor.ms_per_page)}" for c, s in found.items()]
     if multiples:
@@ -400,6 +413,10 @@ def bench_corpus(
         expected = corpus.expected_urls(hosts)
         ceiling = wrk_ceiling(f"{hosts[0]}/{corpus.html_files[0]}", args.wrk_seconds)
         results: list[RunResult] = []
+        # The floor before the first round and after each: a VM's speed moves by tens of
+        # percent within minutes, and one timing of it made single runs' multiples swing
+        # (benchmarks/README.md, "Eleventh session"); the median timing is the one used.
+        floors = [measure_floor(corpus.root, corpus.html_files, hosts[0], args.floor_repeat)]
         for run in range(args.runs):
             for crawler in crawlers:
                 out = (args.keep or work) / f"{corpus.name}-{crawler}-{run}"
@@ -423,7 +440,10 @@ def bench_corpus(
                     f" processes, {result.violations} robots violations, exit {result.returncode}",
                     file=sys.stderr,
                 )
-    floor = measure_floor(corpus.root, corpus.html_files, hosts[0], args.floor_repeat)
+            floors.append(
+                measure_floor(corpus.root, corpus.html_files, hosts[0], args.floor_repeat)
+            )
+    floor = median_floor(floors)
     found = summaries(results, len(expected))
     cores = len(args.cpus.split(",")) if args.cpus else len(os.sched_getaffinity(0))
     limit = f"max_pages={args.max_pages}" if args.max_pages else "no page limit"
@@ -441,7 +461,7 @@ def bench_corpus(
             "- with a page limit the crawlers fetch a subset of the files the floor covers:"
             " read the multiples of the floor from a run without one"
         )
-    lines += [*floor_lines(found, floor, args.floor_repeat, cores), ""]
+    lines += [*floor_lines(found, floors, args.floor_repeat, cores), ""]
     lines += table(found, floor)
     failed = any(r.returncode != 0 or r.pages == 0 or r.violations for r in results)
     return lines, failed

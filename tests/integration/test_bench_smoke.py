@@ -84,6 +84,11 @@ def test_quick_benchmark_runs_every_crawler_and_prints_table_and_floor() -> None
     assert len(floor) == 1, out
     assert "CPU ms/page" in floor[0]
     assert all(step in floor[0] for step in ("parse", "join", "text", "sha256", "gzip"))
+    # Timed before the one round and after it; the median (the lower of two) is the one used.
+    timings = floor[0].split("after each: ")[1].split(" ms")[0].split(", ")
+    kept = floor[0].split("**")[3].split(" ")[0]
+    assert len(timings) == 2, floor[0]
+    assert kept == min(timings, key=float), floor[0]
     assert "- CPU per page as a multiple of the floor: crawlspace " in out
     assert "- crawlspace cores used: " in out
 
