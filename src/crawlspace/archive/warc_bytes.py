@@ -2,12 +2,12 @@
 
 Why not warcio's writer, as for the rarer records (records.py: warcinfo, conversion): warcio is a
 reader's library first. Importing any of it imports its readers (its package imports the
-archive iterator, the record loader, six, email): ~9 MB and ~40 ms in each parse worker
-process, where only records are built, and the crawl process's memory against the peers' was
-the issue's open target. Building a record through it also costs ~0.1 ms of Python per exchange
+archive iterator, the record loader, six): ~20 ms of each parse worker's start, where only
+records are built. Building a record pair through it also cost ~0.03-0.06 ms of Python a page
 (header lists searched case-insensitively on every add, a digester object per digest, a buffer
-per record), on every page. The part a page needs is small and fixed: WARC/1.1 named fields
-(§4), a block of the HTTP head and the payload (§6.3-6.5, §6.7), two SHA-1 digests in base32.
+per record), on every page (benchmarks/README.md, "Eleventh session"). The part a page needs is
+small and fixed: WARC/1.1 named fields (§4), a block of the HTTP head and the payload (§6.3-6.5,
+§6.7), two SHA-1 digests in base32.
 
 tests/unit/test_warc_bytes.py holds every record built here to warcio's own bytes for the same
 exchange (random heads, payloads, addresses, truncation, revisits) and reads them back with
