@@ -110,6 +110,10 @@ class SeenFilter:
         """Record a URL the store gained by another path (e.g. an excluded URL)."""
         self._bloom.add(url)
 
+    def proves_new(self, url: str) -> bool:
+        """Whether ``url`` is definitely new, without counting a check or adding it."""
+        return self._complete and url not in self._bloom
+
     def note_false_positive(self, n: int = 1) -> None:
         self.stats.false_positives += n
 

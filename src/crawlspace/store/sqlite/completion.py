@@ -23,6 +23,7 @@ from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
 from crawlspace.store.sqlite import traps as sqlite_traps
 from crawlspace.store.sqlite.dedup import sink_links
+from crawlspace.store.sqlite.known import RecentUrls
 from crawlspace.store.sqlite.priority import Ranking
 from crawlspace.store.sqlite.records import CrawlRecords
 
@@ -35,6 +36,7 @@ class CompletingRows(Protocol):
     near_index: NearDuplicateIndex | None
     ranking: Ranking
     limits: FrontierLimits
+    settled: RecentUrls
 
     def current_page_lease(self, db: sqlite3.Connection, lease: Lease) -> int | None: ...
 
@@ -106,7 +108,7 @@ def complete_page(
         sqlite_traps.count_day(db, host_id, plan.day, rejections)
     excluded = completion.excluded
     if links and plan.caps:
-        links, over = sqlite_traps.cap_keyed(db, links, plan, store.records.host_id)
+        links, over = sqlite_traps.cap_keyed(db, links, plan, store.records.host_id, store.settled)
         excluded = [*excluded, *over]
         rejections.update(reason for _, reason in over)
     admitted: list[str] = []

@@ -21,9 +21,16 @@ from crawlspace.records import UrlCandidate
 from crawlspace.store.base import AddResult
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite.dedup import HostIds, stored_key
+from crawlspace.store.sqlite.known import RecentUrls
 from crawlspace.urls import seen_key
 
-__all__ = ["add_candidates", "resolve_query_orders", "stored_form", "stored_forms"]
+__all__ = [
+    "add_candidates",
+    "add_excluded",
+    "resolve_query_orders",
+    "stored_form",
+    "stored_forms",
+]
 
 # URLs per lookup when settling known URLs in bulk (well under SQLite's variable limit).
 _LOOKUP_CHUNK = 500
@@ -80,25 +87,31 @@ def resolve_query_orders(
 
 
 def _settle_known(
-    db: sqlite3.Connection, candidates: Sequence[UrlCandidate]
+    db: sqlite3.Connection, candidates: Sequence[UrlCandidate], settled_before: RecentUrls | None
 ) -> tuple[list[UrlCandidate], int]:
     """Drop the candidates whose row exists and stays as it is; return (the rest, how many).
 
     Most of a crawl's links are known (85% on python3.11-doc), and one upsert per known URL was
     the seen test's whole cost. One SELECT per chunk finds them instead. What remains takes the
     row-by-row path: new URLs (and Bloom false positives), rows a shallower link re-admits
-    (excluded for depth), and sitemap entries, whose metadata is kept on known rows too."""
+    (excluded for depth), and sitemap entries, whose metadata is kept on known rows too. URLs
+    settled before (``settled_before``, store/sqlite/known.py) are not looked up again."""
     urls = list({cand.url for cand in candidates if cand.source != "sitemap_entry"})
     settled: set[str] = set()
+    if settled_before is not None:
+        settled.update(url for url in urls if url in settled_before)
+        if settled:
+            urls = [url for url in urls if url not in settled]
+    found: set[str] = set()
     for start in range(0, len(urls), _LOOKUP_CHUNK):
         chunk = urls[start : start + _LOOKUP_CHUNK]
         marks = ",".join("?" * len(chunk))
         # Both lookups read an index only (url's UNIQUE index, the small depth-excluded one):
         # reading the rows' state instead cost a random table page per known URL.
-        settled.update(
+        found.update(
             url for (url,) in db.execute(f"SELECT url FROM urls WHERE url IN ({marks})", chunk)
         )
-        settled.difference_update(
+        found.difference_update(
             url
             for (url,) in db.execute(
                 f"SELECT url FROM urls INDEXED BY urls_depth_excluded WHERE url IN ({marks})"
@@ -106,6 +119,9 @@ def _settle_known(
                 chunk,
             )
         )
+    if settled_before is not None:
+        settled_before.learn(found)
+    settled |= found
     if not settled:
         return list(candidates), 0
     rest = [c for c in candidates if c.url not in settled or c.source == "sitemap_entry"]
@@ -120,6 +136,7 @@ def add_candidates(
     host_ids: HostIds,
     per_host_limit: int | None,
     seen_filter: SeenFilter | None,
+    settled: RecentUrls | None = None,
     admitted_urls: list[str] | None = None,
     inlinks: int = 0,
     ignore_query_order: bool = False,
@@ -138,6 +155,7 @@ def add_candidates(
     maybe_seen: set[str] = set()
     if ignore_query_order and not orders_resolved:
         candidates = resolve_query_orders(db, candidates)
+    first_admitted = len(admitted_urls) if admitted_urls is not None else 0
     if seen_filter is not None:  # Bloom-proven new links skip the upsert (sqlite/dedup.py)
         added, candidates, maybe_seen = sqlite_dedup.add_fresh(
             db,
@@ -152,7 +170,7 @@ def add_candidates(
             linked_at=linked_at,
             via=via,
         )
-    candidates, known = _settle_known(db, candidates)
+    candidates, known = _settle_known(db, candidates, settled)
     seen += known
     for cand in candidates:
         host_id = host_ids(db, cand.host_key)
@@ -255,4 +273,59 @@ def add_candidates(
     )
     if seen_filter is not None:
         sqlite_dedup.bump_counters(db, seen_filter.drain_counters())
+    if settled is not None and admitted_urls is not None:
+        settled.learn(admitted_urls[first_admitted:])  # queued rows: settled from now on
     return AddResult(added=added, already_seen=seen, rejected=dict(rejected))
+
+
+_INSERT_EXCLUDED = (
+    "INSERT OR IGNORE INTO urls (url, depth, priority, state, reason, source, discovered_at,"
+    " updated_at, seen_key) VALUES (?, ?, 0, 'excluded', ?, 'link', ?, ?, ?)"
+)
+
+
+def add_excluded(
+    db: sqlite3.Connection,
+    excluded: Sequence[tuple[str, str]],
+    depth: int,
+    now: float,
+    *,
+    seen_filter: SeenFilter | None,
+    settled: RecentUrls | None,
+    ignore_query_order: bool,
+) -> None:
+    """The links a page's admission refused, each an excluded row with its reason unless the
+    URL is known (the first reason stays). Off-scope links repeat on every page of a site, so
+    the URLs ``settled`` remembers are not inserted again; the rows this call proves it made
+    (the filter said new, and every one of them was inserted) are remembered, except those
+    excluded for depth, which a shallower link may still admit."""
+    if ignore_query_order:  # another order of a URL already stored is that URL, seen
+        forms = stored_forms(db, (url for url, _ in excluded))
+        excluded = [(stored_form(url, forms), why) for url, why in excluded]
+    reasons: dict[str, str] = {}
+    for url, why in excluded:
+        if settled is None or url not in settled:
+            reasons.setdefault(url, why)
+    if not reasons:
+        return
+    new: list[str] = []
+    if seen_filter is not None and settled is not None:
+        new = [url for url in reasons if seen_filter.proves_new(url)]
+    proven = set(new)
+    rest = [url for url in reasons if url not in proven]
+    for batch in (new, rest):
+        if not batch:
+            continue
+        before = db.total_changes
+        db.executemany(
+            _INSERT_EXCLUDED,
+            [
+                (url, depth, reasons[url], now, now, stored_key(url, ignore_query_order))
+                for url in batch
+            ],
+        )
+        if batch is new and settled is not None and db.total_changes - before == len(new):
+            settled.learn(url for url in new if reasons[url] != "depth")
+    if seen_filter is not None:
+        for url in reasons:
+            seen_filter.add(url)

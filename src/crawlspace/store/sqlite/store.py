@@ -31,6 +31,7 @@ from crawlspace.store.sqlite import lease as sqlite_lease
 from crawlspace.store.sqlite import priority as sqlite_priority
 from crawlspace.store.sqlite import revisit as sqlite_revisit
 from crawlspace.store.sqlite.completion import complete_page
+from crawlspace.store.sqlite.known import RecentUrls
 from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate, io_errors
 
 # Matches the partial index urls_robots_reevaluated (schema.py), so the lookups use it.
@@ -75,6 +76,8 @@ class SqliteStore(RecordsDelegate):
         # Trap budgets and recrawl policy (store/sqlite/traps.py, sqlite/revisit.py); the crawl
         # sets them from its config. Contested revisit/new leases per host, for revisit_share.
         self.ranking = sqlite_priority.Ranking(self._db, self.limits.cash)
+        # URLs whose seen test is settled, remembered so a repeated link is not looked up again.
+        self.settled = RecentUrls()
         self._band_tally: dict[int, list[int]] = {}
         # Per server address: one owner, so in memory (limits.py).
         self.address_tokens = AddressTokens(self.limits.address)
@@ -96,10 +99,15 @@ class SqliteStore(RecordsDelegate):
             with self.records.transaction() as db:
                 yield db
         except BaseException:
-            # A fingerprint of a fetch row that was never kept must not be matched.
+            # A fingerprint of a fetch row that was never kept must not be matched, nor a URL
+            # row that was never kept be taken as known.
             if self.near_index is not None:
                 self.near_index.truncate(near_entries)
+            self.settled.rollback()
+            self.ranking.saturated.rollback()
             raise
+        self.settled.commit()
+        self.ranking.saturated.commit()
 
     # -- frontier -------------------------------------------------------------------------
 
@@ -130,6 +138,7 @@ class SqliteStore(RecordsDelegate):
             host_ids=self.records.host_id,
             per_host_limit=self.limits.max_pages_per_host,
             seen_filter=self.seen_filter,
+            settled=self.settled,
             admitted_urls=admitted_urls,
             inlinks=inlinks,
             ignore_query_order=self.limits.ignore_query_order,
@@ -141,22 +150,15 @@ class SqliteStore(RecordsDelegate):
     def record_excluded(
         self, db: sqlite3.Connection, excluded: Sequence[tuple[str, str]], depth: int, now: float
     ) -> None:
-        ignore_order = self.limits.ignore_query_order
-        if ignore_order:  # another order of a URL already stored is that URL, seen
-            forms = sqlite_enqueue.stored_forms(db, (url for url, _ in excluded))
-            excluded = [(sqlite_enqueue.stored_form(url, forms), why) for url, why in excluded]
-        db.executemany(
-            "INSERT OR IGNORE INTO urls (url, depth, priority, state, reason, source,"
-            " discovered_at, updated_at, seen_key)"
-            " VALUES (?, ?, 0, 'excluded', ?, 'link', ?, ?, ?)",
-            [
-                (url, depth, reason, now, now, sqlite_dedup.stored_key(url, ignore_order))
-                for url, reason in excluded
-            ],
+        sqlite_enqueue.add_excluded(
+            db,
+            excluded,
+            depth,
+            now,
+            seen_filter=self.seen_filter,
+            settled=self.settled,
+            ignore_query_order=self.limits.ignore_query_order,
         )
-        if self.seen_filter is not None:
-            for url, _ in excluded:
-                self.seen_filter.add(url)
 
     def _new_lease_id(self) -> str:
         # Unique without a uuid4 per lease (a tenth of a lease's cost): a random per-store

@@ -15,6 +15,7 @@ from typing import Final
 
 from crawlspace.plans import CompletionPlan, DayCount
 from crawlspace.records import UrlCandidate
+from crawlspace.store.sqlite.known import RecentUrls
 
 __all__ = ["cap_keyed", "count_day", "new_urls"]
 
@@ -24,10 +25,15 @@ _CHUNK: Final = 500  # SQLite's default limit on host parameters is 32766; stay 
 HostIds = Callable[[sqlite3.Connection, str], int]
 
 
-def new_urls(db: sqlite3.Connection, candidates: Sequence[UrlCandidate]) -> list[UrlCandidate]:
-    """The candidates the store has never seen (one indexed IN query per chunk)."""
-    urls = list({c.url for c in candidates})
+def new_urls(
+    db: sqlite3.Connection, candidates: Sequence[UrlCandidate], settled: RecentUrls | None = None
+) -> list[UrlCandidate]:
+    """The candidates the store has never seen (one indexed IN query per chunk; a URL
+    ``settled`` remembers has a row)."""
     known: set[str] = set()
+    if settled is not None:
+        known.update(c.url for c in candidates if c.url in settled)
+    urls = list({c.url for c in candidates if c.url not in known})
     for i in range(0, len(urls), _CHUNK):
         chunk = urls[i : i + _CHUNK]
         marks = ",".join("?" * len(chunk))
@@ -47,13 +53,14 @@ def cap_keyed(
     links: Sequence[UrlCandidate],
     plan: CompletionPlan,
     host_id: HostIds,
+    settled: RecentUrls | None = None,
 ) -> tuple[list[UrlCandidate], list[tuple[str, str]]]:
     """Count the new URLs among ``links`` under the plan's keyed budgets: (the links still to
     admit, the (url, reason) of those whose counter was full)."""
     caps = plan.caps
     counts: dict[tuple[int, str], int] = {}
     over: list[tuple[str, str]] = []
-    for cand in new_urls(db, links):
+    for cand in new_urls(db, links, settled):
         hid = host_id(db, cand.host_key)
         keys = [(hid, key) for key in plan.budget_keys(cand.url)]
         for key in keys:
