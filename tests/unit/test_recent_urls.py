@@ -5,26 +5,32 @@ from __future__ import annotations
 from crawlspace.store.sqlite.known import RecentUrls
 
 
+def known(recent: RecentUrls, urls: str) -> set[str]:
+    return {url for url in urls if url in recent}
+
+
 def test_what_a_transaction_learns_is_known_at_once_and_kept_only_if_it_commits() -> None:
     recent = RecentUrls(size=8)
-    recent.learn(["a", "b"])
-    assert {"a", "b"} <= {url for url in "abc" if url in recent}
-    recent.rollback()
-    assert not {url for url in "abc" if url in recent}
-    recent.learn(["c"])
+    recent.learn(["a"])
+    recent.commit()
+    recent.learn(["a", "b", "c"])
+    assert known(recent, "abcd") == {"a", "b", "c"}
+    recent.rollback()  # takes back what it learned, not what was known before
+    assert known(recent, "abcd") == {"a"}
+    recent.learn(["d"])
     recent.commit()
     recent.rollback()  # a later rollback does not take back what committed
-    assert "c" in recent
+    assert known(recent, "abcd") == {"a", "d"}
 
 
-def test_it_holds_at_most_two_generations_and_keeps_the_urls_that_repeat() -> None:
+def test_it_holds_at_most_its_size_and_forgets_the_oldest_first() -> None:
     recent = RecentUrls(size=4)
-    recent.learn(["nav"])
-    recent.commit()
-    for n in range(40):
-        recent.learn([f"page{n}"])
+    for n in range(10):
+        recent.learn([f"page{n}", "nav"])
         recent.commit()
-        assert "nav" in recent  # met on every page: carried into each newer generation
-    assert len(recent) <= 2 * 4
-    assert "page0" not in recent  # met once, long ago: forgotten (looked up again)
-    assert "page39" in recent
+        assert len(recent) <= 4
+    assert set(recent) == {"page6", "page7", "page8", "page9"}
+    recent.learn(["nav"])  # forgotten, so looked up again and learned again
+    recent.commit()
+    assert "nav" in recent
+    assert "page6" not in recent

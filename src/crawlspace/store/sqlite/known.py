@@ -10,60 +10,49 @@ because rows of ``urls`` are never deleted and their URL never rewritten:
   link: store/sqlite/enqueue.py), so the seen test settles it;
 - its in-link count is past the cap (counts only grow: store/sqlite/priority.py).
 
-``RecentUrls`` remembers the URLs a fact was last seen true for. It is a cache, not the seen
-set: a URL it forgot is looked up as before, so it only needs to hold the links that repeat.
-What a transaction learns is kept apart until it commits: a row inserted in a transaction that
-rolls back never existed.
+``RecentUrls`` remembers the URLs a fact was last found true for. It is a cache, not the seen
+set: a URL it forgot is looked up as before (and learned again), so it only needs to hold the
+links that repeat. What a transaction learns is taken back if it rolls back: a row inserted in
+a transaction that rolls back never existed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 from typing import Final
 
 __all__ = ["RECENT_URLS", "RecentUrls"]
 
-# URLs a generation holds: two generations are at most ~2 x 8,192 URLs, ~2 MB of strings the
-# completions' links share. A site's navigation is tens to hundreds of URLs.
-RECENT_URLS: Final = 8192
+# URLs remembered: ~2 MB at most, mostly strings the completions' links share. A site's
+# navigation is tens to hundreds of URLs.
+RECENT_URLS: Final = 16_384
 
 
-class RecentUrls:
-    """A bounded set of URLs in two generations: when the newer fills it becomes the older and
-    the oldest is dropped; a URL found in the older is carried into the newer (so the links that
-    keep repeating stay)."""
+class RecentUrls(dict[str, None]):
+    """The URLs learned last, oldest first; ``url in recent`` is a plain dict lookup (a link's
+    test on the crawl's loop). When a commit leaves more than ``size``, the oldest go."""
 
     def __init__(self, size: int = RECENT_URLS) -> None:
+        super().__init__()
         self._size = size
-        self._newer: set[str] = set()
-        self._older: set[str] = set()
-        self._pending: set[str] = set()
-
-    def __len__(self) -> int:
-        return len(self._newer | self._older | self._pending)
-
-    def __contains__(self, url: str) -> bool:
-        if url in self._newer or url in self._pending:
-            return True
-        if url in self._older:
-            self._newer.add(url)  # a committed fact: safe to carry at any time
-            self._rotate_when_full()
-            return True
-        return False
+        self._uncommitted: list[str] = []
 
     def learn(self, urls: Iterable[str]) -> None:
-        """True inside the current transaction: known at once, remembered if it commits."""
-        self._pending.update(urls)
+        """True inside the current transaction: known at once, kept if it commits."""
+        for url in urls:
+            if url not in self:
+                self[url] = None
+                self._uncommitted.append(url)
 
     def commit(self) -> None:
-        if self._pending:
-            self._newer |= self._pending
-            self._pending = set()
-            self._rotate_when_full()
+        self._uncommitted.clear()
+        excess = len(self) - self._size
+        if excess > 0:
+            for url in list(islice(self, excess)):
+                del self[url]
 
     def rollback(self) -> None:
-        self._pending = set()
-
-    def _rotate_when_full(self) -> None:
-        if len(self._newer) >= self._size:
-            self._older, self._newer = self._newer, set()
+        for url in self._uncommitted:
+            self.pop(url, None)
+        self._uncommitted.clear()
