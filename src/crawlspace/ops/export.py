@@ -15,6 +15,7 @@ from crawlspace.errors import ConfigError
 from crawlspace.frontier.learned import NOTE as LEARNED
 from crawlspace.frontier.learned import rules_text, traps_text
 from crawlspace.ops.report import open_crawl_db
+from crawlspace.store.sqlite.rows import unpack_links
 from crawlspace.urls import host_key
 
 QUERIES = {
@@ -34,6 +35,7 @@ QUERIES = {
         "SELECT event_id, seq, url, version, state, reason, status, content_sha256, text_sha256,"
         " warc_file, warc_offset, created_at FROM events ORDER BY seq"
     ),
+    # A row a link: crawl.db files before page_links (store/sqlite/schema.py); see _page_links.
     "links": (
         "SELECT f.url AS from_url, l.to_url, l.nofollow FROM links l"
         " JOIN fetches f ON f.id = l.fetch_id ORDER BY l.rowid"
@@ -88,8 +90,23 @@ def iter_records(out_dir: Path | str, what: str) -> Iterator[dict[str, Any]]:
                 if flag in record:
                     record[flag] = bool(record[flag])
             yield record
+        if what == "links":  # after the rows of a crawl.db from before page_links, if any
+            yield from _page_links(db)
     finally:
         db.close()
+
+
+def _page_links(db: sqlite3.Connection) -> Iterator[dict[str, Any]]:
+    """Each fetched page's links (store/sqlite/schema.py page_links), in the pages' order."""
+    if not _has_table(db, "page_links"):
+        return
+    rows = db.execute(
+        "SELECT f.url, p.urls, p.nofollow FROM page_links p JOIN fetches f ON f.id = p.fetch_id"
+        " ORDER BY p.fetch_id"
+    )
+    for from_url, urls, nofollow in rows:
+        for to_url, marked in unpack_links(urls, nofollow):
+            yield {"from_url": from_url, "to_url": to_url, "nofollow": marked}
 
 
 def _learned(db: sqlite3.Connection) -> dict[str, str]:

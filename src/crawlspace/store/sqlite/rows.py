@@ -6,12 +6,25 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import sqlite3
+from collections.abc import Sequence
+from typing import Final
 
 from crawlspace.plans import FeedEntry
-from crawlspace.records import Completion, FetchRecord, Lease, RobotsRecord
+from crawlspace.records import Completion, FetchRecord, Lease, LinkRecord, RobotsRecord
 
-__all__ = ["emit_event", "event_id", "insert_feed", "insert_fetch", "store_robots"]
+__all__ = [
+    "emit_event",
+    "event_id",
+    "insert_feed",
+    "insert_fetch",
+    "pack_links",
+    "store_robots",
+    "unpack_links",
+]
+
+_COMPACT: Final = json.JSONEncoder(separators=(",", ":"))
 
 
 def event_id(url: str, version: int) -> str:
@@ -39,6 +52,20 @@ def _validated(db: sqlite3.Connection, lease: Lease, fetch: FetchRecord) -> Fetc
         noindex=bool(noindex),
         canonical=canonical,
     )
+
+
+def pack_links(links: Sequence[LinkRecord]) -> tuple[str, str | None]:
+    """A page's links as ``page_links`` keeps them (schema.py): its URLs as a JSON array, and
+    the positions of the nofollow ones as another (None when there are none)."""
+    urls = _COMPACT.encode([link.to_url for link in links])
+    marked = [n for n, link in enumerate(links) if link.nofollow]
+    return urls, _COMPACT.encode(marked) if marked else None
+
+
+def unpack_links(urls: str, nofollow: str | None) -> list[tuple[str, bool]]:
+    """``pack_links`` undone: (URL, nofollow) in the page's order."""
+    marked = set(json.loads(nofollow)) if nofollow else set()
+    return [(str(url), n in marked) for n, url in enumerate(json.loads(urls))]
 
 
 def insert_fetch(
@@ -78,10 +105,11 @@ def insert_fetch(
             fetch.render_error,
         ),
     )
-    db.executemany(
-        "INSERT INTO links (fetch_id, to_url, nofollow) VALUES (?, ?, ?)",
-        [(cur.lastrowid, link.to_url, int(link.nofollow)) for link in completion.links],
-    )
+    if completion.links:
+        db.execute(
+            "INSERT INTO page_links (fetch_id, urls, nofollow) VALUES (?, ?, ?)",
+            (cur.lastrowid, *pack_links(completion.links)),
+        )
     if fetch.items:
         db.executemany(
             "INSERT INTO items (fetch_id, item) VALUES (?, ?)",
