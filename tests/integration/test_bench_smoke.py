@@ -322,3 +322,19 @@ def test_the_parse_cost_pair_prints_both_sides_and_their_ratio() -> None:
     assert float(rows["A"][-1]) > 0  # the pages were parsed, on both sides
     assert float(rows["B"][-1]) > 0
     assert rows["B / A"][-1].endswith("x")
+
+
+STORE_COST_SCRIPT = SCRIPT.parent / "store_cost.py"
+
+
+def test_the_store_cost_pair_counts_statements_and_times_both_transactions() -> None:
+    args = ("--base", "HEAD", "--rounds", "1", *SMALL_CRAWL)
+    rows = _run_table(STORE_COST_SCRIPT, *args, skip="on the loop", timeout=300)
+    output = rows["(output)"][0]
+    assert output.count("150 pages, 1 timed run(s)") == 2, output  # both sides crawled
+    assert float(rows["`complete_many`"][1]) > 0  # the loop's CPU in the group commit
+    assert float(rows["`lease`"][2]) > 0
+    # Every fetched page leaves its fetch row: one INSERT a page, counted exactly.
+    fetch_rows = [line for line in output.splitlines() if "`INSERT INTO fetches" in line]
+    assert fetch_rows, output
+    assert all(line.startswith("| 1.00 |") for line in fetch_rows), fetch_rows
