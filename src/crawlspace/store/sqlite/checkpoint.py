@@ -24,11 +24,13 @@ __all__ = ["WalCheckpointer"]
 
 log = logging.getLogger("crawlspace.store")
 
-# After a pass that found frames to copy, look again soon: the sooner the thread catches up with
-# the writer, the sooner the writer can restart the WAL from its beginning (which it does only
-# when every frame has been copied), so the file stays small. Idle, it looks rarely.
-_BUSY_SECONDS: Final = 0.01
-_IDLE_SECONDS: Final = 0.2
+# A pass every quarter of a second. Each copies what the commits since the last one wrote, so a
+# page the commits keep rewriting (a host's row, an index's last page, the counters) is copied
+# and synced once a pass rather than about once a commit: passes every 10 ms (as before) copied
+# nearly every commit's pages and synced both files ~100 times a second, and a crawl took 3-7%
+# more CPU for it (benchmarks/README.md, "Twelfth session"). The WAL grows by what a quarter
+# second of commits writes (a few MB at a crawl's rate) before the writer starts it over.
+_PASS_SECONDS: Final = 0.25
 
 
 class WalCheckpointer:
@@ -56,14 +58,8 @@ class WalCheckpointer:
             return
         try:
             db.execute("PRAGMA synchronous=NORMAL")
-            copied_before = -1
-            delay = _IDLE_SECONDS
-            while not self._stop.wait(delay):
-                _busy, wal_frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                # Busy while a pass copies frames or leaves some behind.
-                busy = copied != copied_before or wal_frames != copied
-                delay = _BUSY_SECONDS if busy else _IDLE_SECONDS
-                copied_before = copied
+            while not self._stop.wait(_PASS_SECONDS):
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error as exc:
             # The writer's automatic checkpoint still runs; only the overlap is lost. One line:
             # a full disk stops the crawl itself with its own clear error, and this one is
