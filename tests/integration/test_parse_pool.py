@@ -21,6 +21,7 @@ import pytest
 from crawlspace.archive.records import Exchange, RecordBuilder
 from crawlspace.crawl.parse_jobs import ParseLimits
 from crawlspace.crawl.parse_pool import ParsePool, WorkersGone
+from crawlspace.crawl.parse_worker import NICER_THAN_THE_CRAWL
 from crawlspace.crawl.stages import StagePools
 from crawlspace.errors import ParseBudgetError, ParseCrashedError, ParseMemoryError
 from crawlspace.parse.processors import process_html
@@ -61,6 +62,21 @@ def test_jobs_run_in_worker_processes_and_answer_in_order() -> None:
     assert workers == set(pool.pids)
     assert len(workers) == 2
     assert os.getpid() not in workers
+
+
+def test_workers_run_nicer_than_the_crawl() -> None:
+    pool = ParsePool(2, None)
+
+    async def both() -> list[tuple[int, int]]:  # a job each: both workers are up and serving
+        return await asyncio.gather(*(pool.run(functools.partial(_echo, n, 0.2)) for n in (1, 2)))
+
+    try:
+        assert {pid for _, pid in asyncio.run(both())} == set(pool.pids)
+        crawl = os.getpriority(os.PRIO_PROCESS, 0)
+        workers = {os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids}
+    finally:
+        pool.close()
+    assert workers == {min(crawl + NICER_THAN_THE_CRAWL, 19)}
 
 
 def test_an_error_in_a_job_reaches_its_caller_and_the_worker_goes_on() -> None:
