@@ -1,10 +1,10 @@
 """The SQLite side of URL priority: in-link counts and AOPIC cash, applied as links arrive.
 
 The in-link points are the completion's plan's (plans.py InlinkStep), AOPIC's amounts its rules'
-(plans.py CashRule, frontier/aopic.py). Here they meet rows: after a
-page's links are added, one UPDATE bumps each target's in-link count and moves it in its
-host queue (score policy: a few points earlier per linking page; aopic: the page's cash share and
-the priority that cash buys). Everything runs inside the caller's completion transaction.
+(plans.py CashRule, frontier/aopic.py). Here they meet rows: after a page's links are added,
+an UPDATE per target bumps its in-link count and moves it in its host queue (score policy: a
+few points earlier per linking page; aopic: the page's cash share and the priority that cash
+buys). Everything runs inside the caller's completion transaction.
 """
 
 from __future__ import annotations
