@@ -7,7 +7,7 @@ taken or its queue is empty) has passed: the ``hosts_front`` index on (band, rea
 Mercator heap of per-host next-allowed times, one per front band, and the ready hosts go in
 order of rank (bands.py, store/sqlite/front.py). A host whose robots.txt is
 missing or stale is leased for that first; otherwise for the head of its queue (lowest
-priority, then first found).
+priority, then first found). ``return_leases`` gives back the leases that expired.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import Any
 
 from crawlspace.bands import FrontQueues
 from crawlspace.records import Lease, LeaseKind
+from crawlspace.store.sqlite import holds
 from crawlspace.store.sqlite import revisit as sqlite_revisit
 from crawlspace.store.sqlite.front import ready_sql
 from crawlspace.urls import robots_url
 
-__all__ = ["lease_ready"]
+__all__ = ["lease_ready", "return_leases"]
 
 # (revisit_share, per-host band tally) when revisits may be queued (store/sqlite/revisit.py).
 Revisits = tuple[float, dict[int, list[int]]]
@@ -175,3 +176,32 @@ def _lease_pages(
         host_rows,
     )
     return leases
+
+
+def return_leases(db: sqlite3.Connection, cutoff: float, hold: float) -> int:
+    """Every lease (page, robots.txt, host hold) that expires by ``cutoff`` given back: its URL
+    queued again, its host's token returned and its clock moved to ``hold`` at the earliest.
+    How many leases."""
+    expired = db.execute(
+        "SELECT host_id, COUNT(*) FROM urls WHERE state = 'leased'"
+        " AND lease_expires_at <= ? GROUP BY host_id",
+        (cutoff,),
+    ).fetchall()
+    db.execute(
+        "UPDATE urls SET state = 'queued', lease_id = NULL, lease_expires_at = NULL"
+        " WHERE state = 'leased' AND lease_expires_at <= ?",
+        (cutoff,),
+    )
+    db.executemany(
+        "UPDATE hosts SET in_flight = in_flight - ?, queued = queued + ?,"
+        " next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
+        [(n, n, hold, host_id) for host_id, n in expired],
+    )
+    robots = db.execute(
+        "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
+        " robots_lease_expires_at = NULL, next_allowed_at = MAX(next_allowed_at, ?)"
+        " WHERE robots_lease_id IS NOT NULL AND robots_lease_expires_at <= ?",
+        (hold, cutoff),
+    ).rowcount
+    lapsed = holds.lapse(db, cutoff, hold)
+    return int(sum(n for _, n in expired) + robots + lapsed)

@@ -16,7 +16,6 @@ from pathlib import Path
 from crawlspace.dedup.near_index import NearDuplicateIndex
 from crawlspace.dedup.seen import SeenFilter
 from crawlspace.errors import StoreError
-from crawlspace.lifecycle import ROBOTS_EXCLUSIONS
 from crawlspace.plans import Outcome
 from crawlspace.records import Completion, Lease, LeaseKind, RobotsRecord, UrlCandidate
 from crawlspace.store.base import AddResult, FrontierLimits
@@ -25,6 +24,7 @@ from crawlspace.store.memory.addresses import AddressTokens, RequestStarts
 from crawlspace.store.memory.renders import RenderTotals
 from crawlspace.store.sqlite import dedup as sqlite_dedup
 from crawlspace.store.sqlite import enqueue as sqlite_enqueue
+from crawlspace.store.sqlite import exclusions as sqlite_exclusions
 from crawlspace.store.sqlite import front as sqlite_front
 from crawlspace.store.sqlite import holds
 from crawlspace.store.sqlite import lease as sqlite_lease
@@ -33,12 +33,6 @@ from crawlspace.store.sqlite import revisit as sqlite_revisit
 from crawlspace.store.sqlite.completion import complete_page
 from crawlspace.store.sqlite.known import RecentUrls
 from crawlspace.store.sqlite.records import CrawlRecords, RecordsDelegate, io_errors
-
-# Matches the partial index urls_robots_reevaluated (schema.py), so the lookups use it.
-_ROBOTS_EXCLUDED = (
-    "state = 'excluded' AND reason IN ('robots', 'robots_unavailable', 'blocked_address')"
-)
-assert {"robots", "robots_unavailable", "blocked_address"} == ROBOTS_EXCLUSIONS
 
 
 class SqliteStore(RecordsDelegate):
@@ -257,53 +251,15 @@ class SqliteStore(RecordsDelegate):
 
     def robots_excluded(self, host_key: str, limit: int) -> list[tuple[int, str]]:
         with io_errors(self.path):
-            rows = self._db.execute(
-                "SELECT u.id, u.url FROM urls u JOIN hosts h ON h.id = u.host_id"
-                f" WHERE h.host_key = ? AND {_ROBOTS_EXCLUDED} ORDER BY u.id LIMIT ?",
-                (host_key, limit),
-            ).fetchall()
-        return [(int(url_id), str(url)) for url_id, url in rows]
+            return sqlite_exclusions.robots_excluded(self._db, host_key, limit)
 
     def requeue_excluded(self, host_key: str, url_ids: Sequence[int], now: float) -> int:
         with self._transaction() as db:
-            row = db.execute("SELECT id FROM hosts WHERE host_key = ?", (host_key,)).fetchone()
-            if row is None:
-                return 0
-            requeued = 0
-            for url_id in url_ids:  # each still excluded for a robots reason, on this host
-                requeued += db.execute(
-                    "UPDATE urls SET state = 'queued', reason = NULL, version = version + 1,"
-                    " attempts = 0, updated_at = ? WHERE id = ? AND host_id = ?"
-                    f" AND {_ROBOTS_EXCLUDED}",
-                    (now, url_id, row[0]),
-                ).rowcount
-            db.execute("UPDATE hosts SET queued = queued + ? WHERE id = ?", (requeued, row[0]))
-        return requeued
+            return sqlite_exclusions.requeue_excluded(db, host_key, url_ids, now)
 
     def lift_exclusion(self, reason: str, now: float) -> int:
-        assert reason in ROBOTS_EXCLUSIONS, reason  # the index below holds those only
-        lifted = f"{_ROBOTS_EXCLUDED} AND reason = ?"
         with self._transaction() as db:
-            db.execute(
-                "UPDATE robots SET expires_at = ? WHERE error = ?",
-                (now, reason),
-            )
-            db.execute(
-                "UPDATE hosts SET robots_expires_at = ?"
-                " WHERE id IN (SELECT host_id FROM robots WHERE error = ?)",
-                (now, reason),
-            )
-            db.execute(
-                "UPDATE hosts SET queued = queued + (SELECT COUNT(*) FROM urls"
-                f" WHERE urls.host_id = hosts.id AND {lifted})"
-                f" WHERE id IN (SELECT host_id FROM urls WHERE {lifted})",
-                (reason, reason),
-            )
-            return db.execute(
-                "UPDATE urls SET state = 'queued', reason = NULL, version = version + 1,"
-                f" attempts = 0, updated_at = ? WHERE {lifted}",
-                (now, reason),
-            ).rowcount
+            return sqlite_exclusions.lift_exclusion(db, reason, now)
 
     def expire_leases(self, now: float) -> int:
         return self._return_leases(now, now)
@@ -314,31 +270,8 @@ class SqliteStore(RecordsDelegate):
 
     def _return_leases(self, before: float | None, now: float) -> int:
         cutoff = float("inf") if before is None else before
-        hold = now + self.limits.lost_lease_gap
         with self._transaction() as db:
-            expired = db.execute(
-                "SELECT host_id, COUNT(*) FROM urls WHERE state = 'leased'"
-                " AND lease_expires_at <= ? GROUP BY host_id",
-                (cutoff,),
-            ).fetchall()
-            db.execute(
-                "UPDATE urls SET state = 'queued', lease_id = NULL, lease_expires_at = NULL"
-                " WHERE state = 'leased' AND lease_expires_at <= ?",
-                (cutoff,),
-            )
-            db.executemany(
-                "UPDATE hosts SET in_flight = in_flight - ?, queued = queued + ?,"
-                " next_allowed_at = MAX(next_allowed_at, ?) WHERE id = ?",
-                [(n, n, hold, host_id) for host_id, n in expired],
-            )
-            robots = db.execute(
-                "UPDATE hosts SET in_flight = in_flight - 1, robots_lease_id = NULL,"
-                " robots_lease_expires_at = NULL, next_allowed_at = MAX(next_allowed_at, ?)"
-                " WHERE robots_lease_id IS NOT NULL AND robots_lease_expires_at <= ?",
-                (hold, cutoff),
-            ).rowcount
-            lapsed = holds.lapse(db, cutoff, hold)
-        return int(sum(n for _, n in expired) + robots + lapsed)
+            return sqlite_lease.return_leases(db, cutoff, now + self.limits.lost_lease_gap)
 
     def next_ready_at(self) -> float | None:
         row = self._db.execute(sqlite_front.next_ready_sql(self.limits.front)).fetchone()
