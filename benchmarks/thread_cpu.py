@@ -74,13 +74,21 @@ def role(root: int, pid: int, tid: int, workers: list[int]) -> str:
     return f"parse worker {workers.index(pid) + 1}" if pid in workers else f"process {pid}"
 
 
-def measure(cmd: list[str]) -> tuple[float, dict[str, float]]:
-    """Run ``cmd`` to its end: its wall seconds and each thread's CPU seconds by role."""
+def measure(
+    cmd: list[str], timeline: list[tuple[float, float]] | None = None
+) -> tuple[float, dict[str, float]]:
+    """Run ``cmd`` to its end: its wall seconds and each thread's CPU seconds by role.
+
+    ``timeline``, if given, gets (seconds since the start, the tree's CPU seconds so far) at
+    every sample: where in the crawl the cores were not busy (start-up, the last host's tail).
+    """
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     last: dict[tuple[int, int], float] = {}
     while proc.poll() is None:
         last.update(thread_seconds(descendants(proc.pid)))
+        if timeline is not None:
+            timeline.append((time.monotonic() - started, sum(last.values())))
         time.sleep(SAMPLE_SECONDS)
     wall = time.monotonic() - started
     if proc.returncode != 0:
@@ -93,9 +101,28 @@ def measure(cmd: list[str]) -> tuple[float, dict[str, float]]:
     return wall, by_role
 
 
+def print_timeline(timeline: list[tuple[float, float]], window: float) -> None:
+    """Cores used in each ``window`` seconds of the crawl."""
+    print(f"\n## Cores used, each {window:g} s\n")
+    print("| from s | cores |")
+    print("|---:|---:|")
+    mark, cpu_at_mark = 0.0, 0.0
+    for at, cpu in timeline:
+        if at - mark >= window:
+            print(f"| {mark:.1f} | {(cpu - cpu_at_mark) / (at - mark):.2f} |")
+            mark, cpu_at_mark = at, cpu
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     add_crawl_arguments(parser)
+    parser.add_argument(
+        "--timeline",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="also print the cores used in each window of this many seconds",
+    )
     args = parser.parse_args()
     if not Path("/proc/self/task").is_dir():
         print("thread_cpu.py reads /proc: Linux only", file=sys.stderr)
@@ -108,7 +135,9 @@ def main() -> int:
             work, args.corpus, install=install, generated=args.generated, hosts=hosts
         ) as (corpus, _, seeds):
             out = work / "crawl"
-            wall, by_role = measure(command("crawlspace", seeds, out, args.max_pages))
+            timeline: list[tuple[float, float]] | None = [] if args.timeline else None
+            cmd = command("crawlspace", seeds, out, args.max_pages)
+            wall, by_role = measure(cmd, timeline)
             pages = len(fetched_urls("crawlspace", out))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -121,6 +150,8 @@ def main() -> int:
     for name, cpu in sorted(by_role.items(), key=lambda item: -item[1]):
         print(f"| {name} | {cpu:.2f} | {1000 * cpu / max(pages, 1):.3f} | {cpu / wall:.0%} |")
     print(f"| all | {total:.2f} | {1000 * total / max(pages, 1):.3f} | {total / wall:.0%} |")
+    if timeline:
+        print_timeline(timeline, args.timeline)
     return 0
 
 
