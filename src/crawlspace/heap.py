@@ -9,7 +9,6 @@ each hold their own worst page at once. ``malloc_trim`` returns it: ~0.1 ms afte
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from collections.abc import Callable
 
@@ -21,9 +20,11 @@ TRIM_AFTER_BYTES = 256 * 1024
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
+    # The process's own symbols (dlopen(NULL)) include its C library's. Not ctypes.util's
+    # find_library("c"): it imports shutil, subprocess and tempfile (~1.7 MB of every parse
+    # worker) and runs ldconfig in a child process to find a library already loaded.
     try:
-        libc = ctypes.CDLL(name)
+        libc = ctypes.CDLL(None)
         trim: Callable[[int], int] = libc.malloc_trim
     except (OSError, AttributeError, TypeError):  # not glibc (musl, macOS): nothing to do
         return None
