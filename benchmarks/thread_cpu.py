@@ -111,6 +111,9 @@ def print_timeline(timeline: list[tuple[float, float]], window: float) -> None:
         if at - mark >= window:
             print(f"| {mark:.1f} | {(cpu - cpu_at_mark) / (at - mark):.2f} |")
             mark, cpu_at_mark = at, cpu
+    at, cpu = timeline[-1]
+    if at > mark:  # the last, shorter window: the crawl's tail
+        print(f"| {mark:.1f} | {(cpu - cpu_at_mark) / (at - mark):.2f} |")
 
 
 def main() -> int:
