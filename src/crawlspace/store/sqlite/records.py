@@ -27,12 +27,11 @@ from crawlspace.store.sqlite.schema import SCHEMA, SCHEMA_VERSION
 HOST_ID_CACHE = 200_000  # host ids kept in memory (one indexed read away when they are not)
 PENDING_NOTES = 1_000  # host notes waiting for a transaction before one is made for them
 # SQLite's own page cache for the crawl's connection, in KiB. The OS keeps the file's pages
-# cached anyway, so a page SQLite has dropped is one pread away, not a disk read: at 4 MiB a
-# crawl's commits and leases cost what they did at 64 MiB (postgresql-doc-15, python3.11-doc,
-# and lease + complete at 1M URLs in a 278 MB file), and the crawl process no longer grows
-# with its database (-11 MB at 13 MB of crawl.db; half the frontier bench's 149 MB at 1M
-# URLs). Bulk loads pay: 1M new URLs in batches of 10,000 went in ~20% slower
-# (benchmarks/README.md, "Thirteenth session").
+# cached anyway, so a page SQLite dropped is one pread away, not a disk read. At 64 MiB the
+# crawl process grew with its database (+11 MB at a 13 MB crawl.db; 149 MB against 75 at 1M
+# URLs in the frontier bench); at 4 MiB the store's transactions cost the loop ~0.03-0.04 ms a
+# page more (store_cost.py, both corpora; ~5%, 8 MiB half that) and bulk loads of 1M new URLs
+# ~20% more time (benchmarks/README.md, "Thirteenth session").
 PAGE_CACHE_KIB = 4096
 
 
