@@ -16,7 +16,6 @@ a crash between the shared write and the local commit loses the local rows of th
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -209,9 +208,9 @@ class SharedStore(RecordsDelegate):
         try:
             with self.records.transaction() as db:
                 if fetch is not None:
-                    self.records.insert_fetch(db, lease, fetch, completion)
+                    fetch_id = self.records.insert_fetch(db, lease, fetch, completion)
                     if verdict is not None:
-                        sqlite_dedup.store_verdict(db, self._fetch_id(db, lease), fetch, verdict)
+                        sqlite_dedup.store_verdict(db, fetch_id, fetch, verdict)
                 feed = None
                 if not requeue:
                     self.records.emit_event(db, lease, completion, now)
@@ -247,14 +246,6 @@ class SharedStore(RecordsDelegate):
             self.frontier.host_counts(lease.host_key) if completion.discovered else (0, 0)
         )
         return plan.judge(self.content, lease.url_id, dups, fetched)
-
-    @staticmethod
-    def _fetch_id(db: sqlite3.Connection, lease: Lease) -> int:
-        row = db.execute(
-            "SELECT id FROM fetches WHERE url_id = ? AND version = ?",
-            (lease.url_id, lease.version),
-        ).fetchone()
-        return int(row[0])
 
     def count_rejections(self, rejections: dict[str, int]) -> None:
         self.records.count_rejections(rejections)  # this worker's own stats

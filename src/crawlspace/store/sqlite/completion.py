@@ -80,8 +80,9 @@ def complete_page(
     # A retried attempt leaves its response in the WARC only: the fetch row, the links
     # and the event belong to the visit's one terminal completion.
     fetch = None if requeue else completion.fetch
+    fetch_id = 0
     if fetch is not None:
-        store.records.insert_fetch(db, lease, fetch, completion)
+        fetch_id = store.records.insert_fetch(db, lease, fetch, completion)
     if not requeue:
         store.records.emit_event(db, lease, completion, now)
     finish_url(db, lease, completion, now)
@@ -94,7 +95,7 @@ def complete_page(
         # The content's claims and verdict (a 304 validated content already judged); a
         # duplicate's links on its host sink as far as the plan says.
         judgement = sqlite_dedup.record_content(
-            db, lease, host_id, fetch, plan, index=store.near_index
+            db, lease, host_id, fetch, plan, fetch_id=fetch_id, index=store.near_index
         )
         links = sink_links(links, lease.host_key, judgement.sink)
         verdict = judgement.verdict

@@ -301,18 +301,13 @@ def record_content(
     fetch: FetchRecord,
     plan: CompletionPlan,
     *,
+    fetch_id: int,
     index: NearDuplicateIndex | None,
 ) -> Judgement:
     """Judge the fetch just inserted by its plan over this store's claims (``dup_of``: the first
     earlier fetch of another URL with the same text; ``near_dup_of``: the near-duplicate
     cluster id, the fetch id of its first page) and write the verdict. The host's fetched
-    count already includes this page (completion.py finish_host)."""
-    fetch_id = int(
-        db.execute(
-            "SELECT id FROM fetches WHERE url_id = ? AND version = ?",
-            (lease.url_id, lease.version),
-        ).fetchone()[0]
-    )
+    count already includes this page (completion.py finish_host); ``fetch_id`` is its row."""
     row = db.execute(
         "SELECT h.fetched, COALESCE(d.duplicates, 0) FROM hosts h"
         " LEFT JOIN host_dups d ON d.host_id = h.id WHERE h.id = ?",

@@ -186,8 +186,9 @@ class CrawlRecords:
 
     def insert_fetch(
         self, db: sqlite3.Connection, lease: Lease, fetch: FetchRecord, completion: Completion
-    ) -> None:
-        sqlite_rows.insert_fetch(db, lease, fetch, completion)
+    ) -> int:
+        """The fetch's rows; returns its id."""
+        return sqlite_rows.insert_fetch(db, lease, fetch, completion)
 
     def emit_event(
         self, db: sqlite3.Connection, lease: Lease, completion: Completion, now: float

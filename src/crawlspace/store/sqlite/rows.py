@@ -70,7 +70,8 @@ def unpack_links(urls: str, nofollow: str | None) -> list[tuple[str, bool]]:
 
 def insert_fetch(
     db: sqlite3.Connection, lease: Lease, fetch: FetchRecord, completion: Completion
-) -> None:
+) -> int:
+    """The fetch's row (its links' and items' too); returns its id."""
     if completion.state == "not_modified":
         fetch = _validated(db, lease, fetch)
     cur = db.execute(
@@ -115,6 +116,8 @@ def insert_fetch(
             "INSERT INTO items (fetch_id, item) VALUES (?, ?)",
             [(cur.lastrowid, item) for item in fetch.items],
         )
+    assert cur.lastrowid is not None  # an INSERT that did not raise made its row
+    return cur.lastrowid
 
 
 def emit_event(db: sqlite3.Connection, lease: Lease, completion: Completion, now: float) -> None:
