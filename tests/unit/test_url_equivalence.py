@@ -9,6 +9,7 @@ from crawlspace.frontier.url_equivalence import (
     decode,
     encode,
     equivalent_url,
+    note_names,
     observe_page,
 )
 
@@ -68,3 +69,19 @@ def test_a_revisit_is_no_evidence_and_notes_round_trip() -> None:
     evidence = decode(notes["dust:order"])
     assert decode(encode(evidence)) == evidence
     assert decode("junk") == decode(None)
+
+
+def test_note_names_are_the_query_parameters_evidence_notes() -> None:
+    assert note_names("http://h.example/p?b=1&a=2&b=3") == [
+        "dust:order",
+        "dust:param:b",
+        "dust:param:a",
+    ]
+    assert note_names("http://h.example/p?b=1&a=2", order=False) == [
+        "dust:param:b",
+        "dust:param:a",
+    ]
+    assert note_names("http://h.example/p?x=1") == ["dust:param:x"]
+    assert note_names("http://h.example/p") == []
+    assert note_names("http://h.example/p?") == []
+    assert observe_page("http://h.example/p", "t" * 64, {}) == {}
