@@ -293,10 +293,14 @@ SMALL_CRAWL = ("--generated", "--max-pages", "150", "--hosts", "2")
 def test_the_thread_cpu_table_names_the_loop_and_the_parse_workers() -> None:
     if not Path("/proc/self/task").is_dir():
         pytest.skip("thread_cpu.py reads /proc (Linux)")
-    rows = _run_table(THREADS_SCRIPT, *SMALL_CRAWL, skip="thread")
+    rows = _run_table(THREADS_SCRIPT, *SMALL_CRAWL, "--timeline", "0.1", skip="thread")
     assert {"crawl loop (main thread)", "parse worker 1", "all"} <= set(rows), rows
     assert float(rows["crawl loop (main thread)"][1]) > 0  # the loop did work
     assert "150 pages in" in rows["(output)"][0]
+    # The timeline: a row per window from the start (its first cell the window's start).
+    assert "## Cores used, each 0.1 s" in rows["(output)"][0]
+    assert "0.0" in rows, rows
+    assert float(rows["0.0"][1]) >= 0
 
 
 CYCLE_SCRIPT = SCRIPT.parent / "host_cycle.py"
