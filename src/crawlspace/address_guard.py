@@ -12,6 +12,7 @@ the interpreter. ``is_global`` is still consulted last, as a backstop.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Sequence
 from typing import Final
@@ -80,6 +81,9 @@ _V4_NETS: Final = _compile(_V4_TABLE)
 _V6_NETS: Final = _compile(_V6_TABLE)
 
 
+# Cached: a fetch asks it of its URL's host twice (the address it will take, then the request
+# itself), ~2-3 µs in ipaddress each time, for the same few hosts.
+@functools.lru_cache(maxsize=4096)
 def parse_ip(text: str) -> IPAddress | None:
     """Parse an IP literal as it appears in a URL host or a getaddrinfo answer; None if not one."""
     text = text.strip("[]")
