@@ -21,7 +21,7 @@ TRIM_AFTER_BYTES = 256 * 1024
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
     # The process's own symbols (dlopen(NULL)) include its C library's. Not ctypes.util's
-    # find_library("c"): it imports shutil, subprocess and tempfile (~1.7 MB of every parse
+    # find_library("c"): it imports shutil, subprocess and tempfile (~1.4 MB of every parse
     # worker) and runs ldconfig in a child process to find a library already loaded.
     try:
         libc = ctypes.CDLL(None)
