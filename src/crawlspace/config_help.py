@@ -71,7 +71,8 @@ HELP: Final = {
     "max_rate": "requests started per second in all, every worker of a shared crawl together"
     " (none: no cap beyond politeness)",
     "concurrency": "fetches in flight in all",
-    "parse_workers": "parse worker processes",
+    "parse_workers": "the most parse worker processes: the crawl starts one and adds the next"
+    " while those running are busy parsing nearly all the time",
     "parse_cpu_seconds": "CPU seconds one page's parse may use in a parse worker (0: no"
     " limit); past it the page is kept as fetched without text or links (parse_budget)",
     "parse_memory_mb": "megabytes of memory one page's parse may use in a parse worker (0: no"

@@ -130,12 +130,12 @@ def test_parse_workers_exit_when_the_crawler_is_killed(farm: WebFarm, tmp_path: 
     proc = subprocess.Popen(resume_command(tmp_path / "out", farm))
     try:
         workers: set[int] = set()
-        expected = available_cores()  # one parse worker per core by default
+        # One parse worker at first, more only while parsing keeps it busy (parse_demand.py).
         deadline = time.monotonic() + 30
-        while len(workers) < expected and time.monotonic() < deadline and proc.poll() is None:
+        while not workers and time.monotonic() < deadline and proc.poll() is None:
             workers = set(filter(_is_parse_worker, _children(proc.pid)))
             time.sleep(0.05)
-        assert len(workers) == expected, "the crawl's parse workers never started"
+        assert 1 <= len(workers) <= available_cores(), "the crawl's parse workers never started"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         deadline = time.monotonic() + 10

@@ -344,3 +344,78 @@ def test_a_job_past_its_cpu_budget_fails_and_the_worker_goes_on() -> None:
     assert cut_after < 10.0  # not the job's 30 s
     assert (spent, value) == ("done", 7)
     assert pid == pool.pids[0]  # the same worker: not replaced, not gone
+
+
+def _spin_where(seconds: float) -> int:
+    _spin(seconds)
+    return os.getpid()
+
+
+def test_a_pool_that_may_grow_starts_a_worker_while_parsing_keeps_its_one_busy() -> None:
+    pool = ParsePool(1, None, most=2)
+    assert len(pool.pids) == 1
+
+    async def go() -> set[int]:
+        where: set[int] = set()
+        for _ in range(300):  # two jobs of 20 ms of CPU in hand at a time: always busy
+            jobs = (pool.run(functools.partial(_spin_where, 0.02)) for _ in range(2))
+            where.update(await asyncio.gather(*jobs))
+            if len(where) == 2:
+                break
+        return where
+
+    try:
+        where = asyncio.run(go())
+        pids = pool.pids
+    finally:
+        pool.close()
+    assert len(pids) == 2  # grown, and no further than its most
+    assert where == set(pids)  # the new worker took jobs once it was ready
+
+
+def test_a_worker_that_waits_is_not_busy_and_the_pool_stays_at_one() -> None:
+    pool = ParsePool(1, None, most=2)
+
+    async def go() -> set[int]:
+        # Jobs back to back for ~1.5 s (three windows), each sleeping 30 ms: the worker is
+        # never idle by the wall clock, but spends almost no CPU.
+        return {
+            pid for _, pid in [await pool.run(functools.partial(_echo, 1, 0.03)) for _ in range(50)]
+        }
+
+    try:
+        where = asyncio.run(go())
+        pids = pool.pids
+    finally:
+        pool.close()
+    assert len(pids) == 1
+    assert where == set(pids)
+
+
+def test_a_replaced_worker_takes_jobs_again() -> None:
+    pool = ParsePool(2, None)
+
+    async def go() -> tuple[int, set[int]]:
+        both = await asyncio.gather(*(pool.run(functools.partial(_echo, n, 0.2)) for n in (1, 2)))
+        assert {pid for _, pid in both} == set(pool.pids)  # both answered: both are replaced
+        killed = pool.pids[0]
+        os.kill(killed, signal.SIGKILL)
+        where: set[int] = set()
+        for _ in range(200):  # bounded: the replacement is ready within seconds
+            await asyncio.sleep(0.02)
+            pair = await asyncio.gather(
+                *(pool.run(functools.partial(_echo, n, 0.01)) for n in (1, 2))
+            )
+            where.update(pid for _, pid in pair)
+            if pool.pids[0] != killed and pool.pids[0] in where:
+                break
+        return killed, where
+
+    try:
+        killed, where = asyncio.run(go())
+        pids = pool.pids
+    finally:
+        pool.close()
+    assert killed not in pids
+    assert pool.replaced == 1
+    assert set(pids) <= where

@@ -17,6 +17,7 @@ import pickle
 import signal
 import socket
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -213,33 +214,46 @@ def _limit_memory(megabytes: int) -> None:
 def serve_jobs(channel: socket.socket) -> None:
     """A parse worker's life (crawl/parse_worker.py runs it): the first frame is the crawl's link
     admission (a Discovery, or None to admit in the crawl loop), installed, and each job's
-    limits; then each job the crawl sends is run, in order, and its answer sent back, until the
-    crawl closes its end. The crawl killed with SIGKILL closes it too (the kernel does), so a
-    worker never outlives its crawl by more than the job it is running. A job that ran out of
-    memory is answered ParseMemoryError, and the worker ends (its heap may be left in pieces):
-    the crawl starts another (parse_pool.py)."""
+    limits; once they are, an empty frame says the worker is ready (parse_pool.py sends a
+    starting worker no job while another is ready). Then each job the crawl sends is run, in
+    order, and its answer sent back with the CPU seconds it took (the pool grows by them,
+    parse_demand.py), until the crawl closes its end. The crawl killed with SIGKILL closes it
+    too (the kernel does), so a worker never outlives its crawl by more than the job it is
+    running. A job that ran out of memory is answered ParseMemoryError, and the worker ends (its
+    heap may be left in pieces): the crawl starts another (parse_pool.py)."""
     global _worker_discovery  # one per worker process, set once at its start
     with channel:
         channel.setblocking(True)
         _worker_discovery, limits = _receive(channel)
         budget = _CpuBudget(limits.cpu_seconds)
         _limit_memory(limits.memory_mb)
+        channel.sendall(FRAME.pack(0))
         while (job := _receive(channel)) is not None:
-            retire = False
+            began = time.process_time()
+            answer, retire = _answer(budget, job, limits)
             try:
-                answer: tuple[bool, object] = (True, budget.run(job))
-            except MemoryError:
-                message = f"parse needed more than {limits.memory_mb} MB of memory"
-                answer, retire = (False, ParseMemoryError(message)), True
-            except Exception as exc:  # the crawl's to handle, as a call in the loop would raise
-                answer = (False, exc)
-            try:
-                data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+                data = pickle.dumps(
+                    (*answer, time.process_time() - began), protocol=pickle.HIGHEST_PROTOCOL
+                )
             except Exception as exc:  # an answer or exception that cannot travel
-                data = pickle.dumps((False, RuntimeError(f"parse job answer: {exc!r}")))
+                data = pickle.dumps((False, RuntimeError(f"parse job answer: {exc!r}"), 0.0))
             channel.sendall(FRAME.pack(len(data)) + data)
             if retire:
                 return
+
+
+def _answer(
+    budget: _CpuBudget, job: Callable[[], object], limits: ParseLimits
+) -> tuple[tuple[bool, object], bool]:
+    """The job's answer, (True, its value) or (False, what it raised), and whether the worker
+    ends after sending it (it ran out of memory)."""
+    try:
+        return (True, budget.run(job)), False
+    except MemoryError:
+        message = f"parse needed more than {limits.memory_mb} MB of memory"
+        return (False, ParseMemoryError(message)), True
+    except Exception as exc:  # the crawl's to handle, as a call in the loop would raise
+        return (False, exc), False
 
 
 def _receive(channel: socket.socket) -> Any:

@@ -32,10 +32,12 @@ import pickle
 import socket
 import subprocess
 import sys
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from crawlspace.crawl.parse_demand import ParseDemand
 from crawlspace.crawl.parse_jobs import FRAME, ParseLimits
 from crawlspace.discovery.links import Discovery
 from crawlspace.errors import ParseCrashedError, ParseMemoryError
@@ -74,6 +76,7 @@ class _Channel:
         self._received = bytearray()
         self._unsent = bytearray()
         self.answered = False  # the worker has answered a job: it started, so it is replaced
+        self.ready = False  # the worker said it is ready (its imports done): jobs go to it
         self.retiring = False  # the worker said it ends after its last answer (parse_jobs.py)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -141,12 +144,20 @@ class _Channel:
                 return
             frame = received[FRAME.size : end]
             del received[:end]
+            if not frame:  # the worker is ready (parse_jobs.serve_jobs)
+                self.ready = True
+                continue
             future = self.waiting.popleft()
             self.answered = True
             try:
-                ok, value = pickle.loads(frame)
+                ok, value, cpu_seconds = pickle.loads(frame)
             except Exception as exc:  # an answer that cannot be rebuilt here fails its job only
-                ok, value = False, RuntimeError(f"parse job answer unreadable: {exc!r}")
+                ok, value, cpu_seconds = (
+                    False,
+                    RuntimeError(f"parse job answer unreadable: {exc!r}"),
+                    0.0,
+                )
+            self._pool.spent(cpu_seconds)
             if isinstance(value, ParseMemoryError):
                 self.retiring = True
             if future.done():  # its task was cancelled: the answer has no taker
@@ -188,15 +199,23 @@ class ParsePool:
     """``workers`` parse processes (started now: a new interpreter takes a second or more to
     import the parser on a busy machine, time the crawl spends on robots.txt), each sent
     ``discovery`` (the link admission it runs) and each job's CPU budget in seconds (0: none;
-    parse_jobs.py) as its first frame."""
+    parse_jobs.py) as its first frame. With ``most`` above ``workers``, one more is started
+    whenever the running ones are nearly always busy, up to ``most`` (parse_demand.py)."""
 
     def __init__(
-        self, workers: int, discovery: Discovery | None, limits: ParseLimits | None = None
+        self,
+        workers: int,
+        discovery: Discovery | None,
+        limits: ParseLimits | None = None,
+        *,
+        most: int = 0,
     ) -> None:
         self.gone = False
+        self._demand = ParseDemand(most) if most > workers else None
         self.replaced = 0  # workers started again after one died
         self._processes: list[subprocess.Popen[bytes]] = []
         self._channels: list[_Channel] = []
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the channels are read on
         self._setup = pickle.dumps(
             (discovery, limits or ParseLimits()), protocol=pickle.HIGHEST_PROTOCOL
         )
@@ -220,7 +239,10 @@ class ParsePool:
         # end, as any dead worker does, not as a crawl that cannot start.
         with contextlib.suppress(OSError):
             ours.sendall(FRAME.pack(len(self._setup)) + self._setup)
-        return process, _Channel(ours, self)
+        channel = _Channel(ours, self)
+        if self._loop is not None and not self._loop.is_closed():
+            channel.attach(self._loop)  # read at once: it says when it is ready
+        return process, channel
 
     def replace(self, channel: _Channel) -> bool:
         """Start a new worker in the place of ``channel``'s, which ended; False (and the pool
@@ -239,18 +261,40 @@ class ParsePool:
         log.warning("a parse worker process ended (exit %s); started another", dead.returncode)
         return True
 
+    def spent(self, cpu_seconds: float) -> None:
+        """A worker answered a job it spent ``cpu_seconds`` on."""
+        if self._demand is not None:
+            self._demand.spent(cpu_seconds)
+
+    def _grow(self) -> None:
+        """One more worker when the running ones are nearly always busy (parse_demand.py)."""
+        assert self._demand is not None
+        if self._demand.grow(time.monotonic(), len(self._channels)):
+            process, channel = self._start()
+            self._processes.append(process)
+            self._channels.append(channel)
+            log.info("parsing is busy: started parse worker %d", len(self._channels))
+
     @property
     def pids(self) -> list[int]:
         return [process.pid for process in self._processes]
 
     async def run(self, job: Callable[[], T]) -> T:
-        """``job()`` on the least busy worker (``job`` and its answer picklable)."""
+        """``job()`` on the least busy worker that is ready (on the least busy of all while none
+        is: a job waits in a starting worker's socket), ``job`` and its answer picklable."""
         data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # every worker read on this loop, ready or not
+            self._loop = loop
+            for each in self._channels:
+                each.attach(loop)
+        if self._demand is not None and not self.gone:
+            self._grow()
         for _ in range(RESENDS):
             if self.gone:
                 break
-            loop = asyncio.get_running_loop()
-            channel = min(self._channels, key=lambda c: len(c.waiting))
+            ready = [c for c in self._channels if c.ready] or self._channels
+            channel = min(ready, key=lambda c: len(c.waiting))
             channel.attach(loop)
             future: asyncio.Future[T] = loop.create_future()
             channel.waiting.append(future)

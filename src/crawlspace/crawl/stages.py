@@ -66,8 +66,9 @@ class StagePools:
         if processes:
             admission = discovery if self.admits_in_workers else None
             # crawl/parse_pool.py; each page's CPU and memory limits hold there (parse_jobs.py),
-            # not in threads, which cannot be interrupted.
-            self._processes = ParsePool(parse_workers, admission, limits)
+            # not in threads, which cannot be interrupted. One worker at first, up to
+            # parse_workers while parsing keeps them busy (crawl/parse_demand.py).
+            self._processes = ParsePool(1, admission, limits, most=parse_workers)
         self._pool = self._processes
         self._warc = ThreadPoolExecutor(1, thread_name_prefix="crawlspace-warc")
         self._in_process: dict[Callable[..., Any], bool] = {}
