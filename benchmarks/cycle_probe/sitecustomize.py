@@ -59,17 +59,27 @@ def _crawl_process() -> None:
     stamp(visit_parts.VisitParts, "fetch", "fetch")
     stamp(stages.StagePools, "parse_page", "parse")
     stamp(leases.LeaseRunner, "commit", "commit")
-    pool_run = parse_pool.ParsePool.run
+    pool_run, hold = parse_pool.ParsePool.run, parse_pool._Channel.hold
+    held: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("held", default=None)
+
+    def held_by(self: Any, future: Any, size: int) -> None:
+        channels = held.get()
+        if channels is not None:  # the channel the pool picked for the job being sent
+            channels.append(self)
+        hold(self, future, size)
 
     async def job_sent(self: Any, job: Any) -> Any:
-        # The channel the pool picks (its least busy), as ParsePool.run picks it.
-        channel = min(self._channels, key=lambda c: len(c.waiting))
-        pid, began = self._processes[self._channels.index(channel)].pid, now()
+        channels: list[Any] = []
+        held.set(channels)
+        began = now()
         try:
             return await pool_run(self, job)
         finally:
-            sends.append((pid, began, now()))
+            if channels and channels[-1] in self._channels:  # (not a worker since replaced)
+                pid = self._processes[self._channels.index(channels[-1])].pid
+                sends.append((pid, began, now()))
 
+    parse_pool._Channel.hold = held_by  # type: ignore[method-assign]
     parse_pool.ParsePool.run = job_sent  # type: ignore[method-assign]
 
     def write() -> None:
