@@ -377,15 +377,39 @@ def test_a_pool_that_may_grow_starts_a_worker_while_parsing_keeps_its_one_busy()
     assert where == set(pids)  # the new worker took jobs once it was ready
 
 
-def test_a_worker_that_waits_is_not_busy_and_the_pool_stays_at_one() -> None:
+def test_jobs_that_wait_back_to_back_grow_the_pool_too() -> None:
     pool = ParsePool(1, None, most=2)
 
     async def go() -> set[int]:
-        # Jobs back to back for ~1.5 s (three windows), each sleeping 30 ms: the worker is
-        # never idle by the wall clock, but spends almost no CPU.
-        return {
-            pid for _, pid in [await pool.run(functools.partial(_echo, 1, 0.03)) for _ in range(50)]
-        }
+        # Two jobs in hand at a time, each waiting 30 ms (a processor calling a service): the
+        # worker spends almost no CPU, but its jobs leave it no gap.
+        where: set[int] = set()
+        for _ in range(200):
+            jobs = (pool.run(functools.partial(_echo, n, 0.03)) for n in (1, 2))
+            where.update(pid for _, pid in await asyncio.gather(*jobs))
+            if len(where) == 2:
+                break
+        return where
+
+    try:
+        where = asyncio.run(go())
+        pids = pool.pids
+    finally:
+        pool.close()
+    assert len(pids) == 2
+    assert where == set(pids)
+
+
+def test_a_worker_with_gaps_between_its_jobs_stays_alone() -> None:
+    pool = ParsePool(1, None, most=2)
+
+    async def go() -> set[int]:
+        # ~1.5 s (six windows) of jobs that take 10 ms each, one every ~30 ms.
+        where: set[int] = set()
+        for _ in range(50):
+            where.add((await pool.run(functools.partial(_echo, 1, 0.01)))[1])
+            await asyncio.sleep(0.02)
+        return where
 
     try:
         where = asyncio.run(go())

@@ -5,11 +5,15 @@ from __future__ import annotations
 from crawlspace.crawl.parse_demand import BUSY_SHARE, WINDOW_SECONDS, ParseDemand
 
 
-def _window(demand: ParseDemand, began: float, workers: int, busy: float) -> bool:
-    """A window from ``began``: jobs worth ``busy`` of the workers' time, then the question."""
+def _window(
+    demand: ParseDemand, began: float, workers: int, busy: float, taken: float | None = None
+) -> bool:
+    """A window from ``began``: jobs worth ``busy`` of the workers' time in CPU and ``taken``
+    in wall time (``busy``'s, when not given), then the question."""
     jobs = 100
+    share = WINDOW_SECONDS * workers / jobs
     for _ in range(jobs):
-        demand.spent(busy * WINDOW_SECONDS * workers / jobs)
+        demand.spent(busy * share, (busy if taken is None else taken) * share)
     return demand.grow(began + WINDOW_SECONDS, workers)
 
 
@@ -59,3 +63,18 @@ def test_a_busy_window_after_a_quiet_one_counts_alone() -> None:
     demand.grow(0.0, 1)
     assert not _window(demand, 0.0, 1, 0.1)
     assert _window(demand, WINDOW_SECONDS, 1, 0.99)
+
+
+def test_jobs_that_wait_back_to_back_ask_for_a_sibling_too() -> None:
+    # A processor waiting on a service inside its job: little CPU, no gap between jobs.
+    demand = ParseDemand(most=2)
+    demand.grow(0.0, 1)
+    assert _window(demand, 0.0, 1, 0.05, taken=0.99)
+
+
+def test_jobs_that_leave_gaps_do_not() -> None:
+    # One worker on ordinary pages: ~0.63 of its time by CPU, ~0.5-0.8 by wall (preempted).
+    demand = ParseDemand(most=2)
+    demand.grow(0.0, 1)
+    assert not _window(demand, 0.0, 1, 0.63, taken=0.8)
+    assert not _window(demand, WINDOW_SECONDS, 1, 0.05, taken=0.9)

@@ -1,5 +1,5 @@
 """When the parse pool takes one more worker process. Pure: the pool reports each job's CPU time
-and asks, with the time, whether to start another.
+and wall time, and asks, with the time, whether to start another.
 
 The pool starts one worker and grows to ``parse_workers`` (one per core by default) only while
 parsing is what the crawl waits for: when its workers spent more than ``busy_share`` of a window
@@ -11,8 +11,11 @@ worker 1.05x the pages/s of two, 0.97x the CPU per page, 32 MB less peak RSS. On
 pages one worker is saturated within the first window and the second starts at once.
 
 The share is of CPU time, as the worker's kernel counts it: a worker kept off its core by a busy
-machine does not look busy. Workers are never ended for lack of work: a crawl's pages do not
-get lighter as it goes, and a worker that waits costs only its memory.
+machine does not look busy. A second signal covers a processor that waits inside its job (on a
+service it calls, say): jobs that fill more than ``wait_share`` of the window by their own wall
+time, back to back, ask for a sibling too, as one worker per core always gave them. Workers
+are never ended for lack of work: a crawl's pages do not get lighter as it goes, and a worker
+that waits costs only its memory.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ __all__ = ["ParseDemand"]
 WINDOW_SECONDS = 0.25
 # Above this a worker is close to saturated: a job that arrives waits for the one before it.
 BUSY_SHARE = 0.85
+# Jobs that take this share of the wall time leave a worker no gap, whatever they spend it on.
+# One worker on postgresql-doc-15: ~0.5.
+WAIT_SHARE = 0.95
 
 
 @dataclass(slots=True)
@@ -36,13 +42,17 @@ class ParseDemand:
 
     most: int
     busy_share: float = BUSY_SHARE
+    wait_share: float = WAIT_SHARE
     window: float = WINDOW_SECONDS
     _began: float | None = field(default=None, init=False)
     _spent: float = field(default=0.0, init=False)
+    _taken: float = field(default=0.0, init=False)
 
-    def spent(self, cpu_seconds: float) -> None:
-        """A job's answer came back: its worker spent ``cpu_seconds`` on it."""
+    def spent(self, cpu_seconds: float, wall_seconds: float = 0.0) -> None:
+        """A job's answer came back: its worker spent ``cpu_seconds`` of CPU on it, in
+        ``wall_seconds`` from its start to its end."""
         self._spent += cpu_seconds
+        self._taken += wall_seconds
 
     def grow(self, now: float, workers: int) -> bool:
         """Whether to start one more worker at ``now``, ``workers`` running (counting any still
@@ -51,11 +61,12 @@ class ParseDemand:
         if workers >= self.most:
             return False
         if self._began is None:
-            self._began, self._spent = now, 0.0
+            self._began, self._spent, self._taken = now, 0.0, 0.0
             return False
         elapsed = now - self._began
         if elapsed < self.window:
             return False
-        busy = self._spent / (elapsed * workers)
-        self._began, self._spent = now, 0.0
-        return busy > self.busy_share
+        busy, taken = self._spent, self._taken
+        self._began, self._spent, self._taken = now, 0.0, 0.0
+        capacity = elapsed * workers
+        return busy > self.busy_share * capacity or taken > self.wait_share * capacity

@@ -216,8 +216,8 @@ def serve_jobs(channel: socket.socket) -> None:
     admission (a Discovery, or None to admit in the crawl loop), installed, and each job's
     limits; once they are, an empty frame says the worker is ready (parse_pool.py sends a
     starting worker no job while another is ready). Then each job the crawl sends is run, in
-    order, and its answer sent back with the CPU seconds it took (the pool grows by them,
-    parse_demand.py), until the crawl closes its end. The crawl killed with SIGKILL closes it
+    order, and its answer sent back with the CPU and wall seconds it took (the pool grows by
+    them, parse_demand.py), until the crawl closes its end. The crawl killed with SIGKILL closes it
     too (the kernel does), so a worker never outlives its crawl by more than the job it is
     running. A job that ran out of memory is answered ParseMemoryError, and the worker ends (its
     heap may be left in pieces): the crawl starts another (parse_pool.py)."""
@@ -229,14 +229,13 @@ def serve_jobs(channel: socket.socket) -> None:
         _limit_memory(limits.memory_mb)
         channel.sendall(FRAME.pack(0))
         while (job := _receive(channel)) is not None:
-            began = time.process_time()
+            began, cpu_began = time.monotonic(), time.process_time()
             answer, retire = _answer(budget, job, limits)
+            cost = (time.process_time() - cpu_began, time.monotonic() - began)
             try:
-                data = pickle.dumps(
-                    (*answer, time.process_time() - began), protocol=pickle.HIGHEST_PROTOCOL
-                )
+                data = pickle.dumps((*answer, *cost), protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # an answer or exception that cannot travel
-                data = pickle.dumps((False, RuntimeError(f"parse job answer: {exc!r}"), 0.0))
+                data = pickle.dumps((False, RuntimeError(f"parse job answer: {exc!r}"), *cost))
             channel.sendall(FRAME.pack(len(data)) + data)
             if retire:
                 return

@@ -160,14 +160,11 @@ class _Channel:
             self.load -= self._sizes.popleft()
             self.answered = True
             try:
-                ok, value, cpu_seconds = pickle.loads(frame)
+                ok, value, cpu_seconds, wall_seconds = pickle.loads(frame)
             except Exception as exc:  # an answer that cannot be rebuilt here fails its job only
-                ok, value, cpu_seconds = (
-                    False,
-                    RuntimeError(f"parse job answer unreadable: {exc!r}"),
-                    0.0,
-                )
-            self._pool.spent(cpu_seconds)
+                ok, value = False, RuntimeError(f"parse job answer unreadable: {exc!r}")
+                cpu_seconds = wall_seconds = 0.0
+            self._pool.spent(cpu_seconds, wall_seconds)
             if isinstance(value, ParseMemoryError):
                 self.retiring = True
             if future.done():  # its task was cancelled: the answer has no taker
@@ -282,10 +279,10 @@ class ParsePool:
         log.warning("a parse worker process ended (exit %s); started another", dead.returncode)
         return True
 
-    def spent(self, cpu_seconds: float) -> None:
-        """A worker answered a job it spent ``cpu_seconds`` on."""
+    def spent(self, cpu_seconds: float, wall_seconds: float) -> None:
+        """A worker answered a job it spent ``cpu_seconds`` of CPU on, in ``wall_seconds``."""
         if self._demand is not None:
-            self._demand.spent(cpu_seconds)
+            self._demand.spent(cpu_seconds, wall_seconds)
 
     def _grow(self) -> None:
         """One more worker when the running ones are nearly always busy (parse_demand.py)."""
