@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -347,6 +349,16 @@ def test_a_job_past_its_cpu_budget_fails_and_the_worker_goes_on() -> None:
     assert pid == pool.pids[0]  # the same worker: not replaced, not gone
 
 
+def _run_and_close(
+    pool: ParsePool, go: Callable[[], Coroutine[Any, Any, set[int]]]
+) -> tuple[set[int], list[int]]:
+    """``go()`` on a loop of its own, and the pool's workers after it; the pool closed."""
+    try:
+        return asyncio.run(go()), pool.pids
+    finally:
+        pool.close()
+
+
 def _spin_where(seconds: float) -> int:
     _spin(seconds)
     return os.getpid()
@@ -368,11 +380,7 @@ def test_a_pool_that_may_grow_starts_a_worker_while_parsing_keeps_its_one_busy()
                 break
         return where
 
-    try:
-        where = asyncio.run(go())
-        pids = pool.pids
-    finally:
-        pool.close()
+    where, pids = _run_and_close(pool, go)
     assert len(pids) == 2  # grown, and no further than its most
     assert where == set(pids)  # the new worker took jobs once it was ready
 
@@ -391,11 +399,7 @@ def test_jobs_that_wait_back_to_back_grow_the_pool_too() -> None:
                 break
         return where
 
-    try:
-        where = asyncio.run(go())
-        pids = pool.pids
-    finally:
-        pool.close()
+    where, pids = _run_and_close(pool, go)
     assert len(pids) == 2
     assert where == set(pids)
 
@@ -411,11 +415,7 @@ def test_a_worker_with_gaps_between_its_jobs_stays_alone() -> None:
             await asyncio.sleep(0.02)
         return where
 
-    try:
-        where = asyncio.run(go())
-        pids = pool.pids
-    finally:
-        pool.close()
+    where, pids = _run_and_close(pool, go)
     assert len(pids) == 1
     assert where == set(pids)
 
