@@ -342,3 +342,27 @@ def test_the_store_cost_pair_counts_statements_and_times_both_transactions() -> 
     fetch_rows = [line for line in output.splitlines() if "`INSERT INTO fetches" in line]
     assert fetch_rows, output
     assert all(line.startswith("| 1.00 |") for line in fetch_rows), fetch_rows
+
+
+BUDGET_SCRIPT = SCRIPT.parent / "page_budget.py"
+
+
+def test_the_page_budget_times_each_required_part_and_the_crawl() -> None:
+    args = ("--generated", "--hosts", "2", "--pages", "60", "--repeat", "1", "--crawl-pages", "80")
+    rows = _run_table(BUDGET_SCRIPT, *args, skip="part of a page", timeout=300)
+    parts = [
+        name for name in rows if name.startswith(("the floor", "an HTTP", "a durable", "the trip"))
+    ]
+    assert len(parts) == 4, rows
+    # Each part did its work (a part that timed nothing would print 0.000).
+    assert all(float(rows[name][1]) > 0 for name in parts), rows
+    required = float(rows["**the required parts**"][1].strip("*"))
+    assert abs(required - sum(float(rows[name][1]) for name in parts)) < 0.002
+    # The budget is #29's 3x the floor, and what is left is the budget less the parts.
+    floor = float(rows["the floor (floor.py)"][1])
+    budget = float(rows["3x the floor (#29's budget)"][1])
+    assert abs(budget - 3 * floor) < 0.002
+    assert abs(float(rows["left for the crawl's own logic"][1]) - (budget - required)) < 0.002
+    crawl = next(name for name in rows if name.startswith("crawlspace, one crawl"))
+    assert "(80 pages)" in crawl  # the crawl ran to its limit
+    assert abs(float(rows["its own logic today"][1]) - (float(rows[crawl][1]) - required)) < 0.002
