@@ -1,4 +1,5 @@
-"""Requests/s and client CPU per request for aiohttp, httpx and pycurl against a local server.
+"""Requests/s and client CPU per request for aiohttp, httpx, impit and pycurl against a local
+server (a client that is not installed is left out; impit comes with the ``bench`` extra).
 
 The server runs in a subprocess (so its CPU is not billed to the client) on 127.0.0.1 and
 answers every request on a keep-alive connection with the same ~30 KB page. Each client
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from io import BytesIO
 
 CONCURRENCY = 20
+CLIENTS = ("aiohttp", "httpx", "impit", "pycurl")
 PAGE = b"<html><body>" + b"<p>crawlspace benchmark page</p>\n" * 930 + b"</body></html>"
 
 
@@ -87,6 +90,19 @@ async def bench_httpx(url: str, n: int) -> None:
         await _run_workers(n, one)
 
 
+async def bench_impit(url: str, n: int) -> None:
+    """impit: a Rust-backed client (reqwest, on its own tokio threads; crawlee's default)."""
+    import impit
+
+    async with impit.AsyncClient() as client:
+
+        async def one() -> int:
+            resp = await client.get(url)
+            return len(resp.content)
+
+        await _run_workers(n, one)
+
+
 def bench_pycurl(url: str, n: int) -> None:
     import pycurl
 
@@ -132,7 +148,7 @@ def measure(name: str, url: str, n: int) -> tuple[float, float]:
     if name == "pycurl":
         run = lambda: bench_pycurl(url, n)  # noqa: E731 - keeps the three cases uniform
     else:
-        coro = bench_aiohttp if name == "aiohttp" else bench_httpx
+        coro = {"aiohttp": bench_aiohttp, "httpx": bench_httpx, "impit": bench_impit}[name]
         run = lambda: asyncio.run(coro(url, n))  # noqa: E731
     wall0, cpu0 = time.perf_counter(), time.process_time()
     run()
@@ -156,7 +172,10 @@ def main() -> None:
         assert server.stdout is not None
         url = f"http://127.0.0.1:{int(server.stdout.readline())}/page"
         rows = []
-        for name in ("aiohttp", "httpx", "pycurl"):
+        for name in CLIENTS:
+            if importlib.util.find_spec(name) is None:
+                print(f"{name}: not importable, left out", file=sys.stderr)
+                continue
             measure(name, url, 200)  # warm-up: imports, first connections
             results = [measure(name, url, args.requests) for _ in range(args.rounds)]
             rps = statistics.median(r for r, _ in results)
