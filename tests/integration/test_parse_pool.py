@@ -252,6 +252,44 @@ def test_jobs_larger_than_the_socket_buffer_arrive_whole_and_in_order() -> None:
     assert [value for value, _ in answers[1::2]] == [1, 3, 5]  # type: ignore[misc]
 
 
+def _size(data: bytes) -> int:
+    return len(data)
+
+
+def _kernel_send_buffer_cap() -> int:
+    try:
+        return int(Path("/proc/sys/net/core/wmem_max").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def test_a_job_queued_behind_a_running_one_is_handed_to_the_kernel_whole() -> None:
+    # 700 KB: twice what a socket pair's default buffer (208 KiB) lets a sender queue. While
+    # the worker is busy with its first job, the second must wait in the socket, not in the
+    # crawl loop's backlog, so the worker finds all of it when it gets there.
+    data = os.urandom(700_000)
+    if _kernel_send_buffer_cap() < len(data):
+        pytest.skip("net.core.wmem_max caps the job buffer below this job")
+    pool = ParsePool(1, None)
+
+    async def go() -> tuple[int, list[int]]:
+        await pool.run(functools.partial(_echo, 0))  # the worker is up
+        first = asyncio.ensure_future(pool.run(functools.partial(_echo, 1, 0.5)))
+        await asyncio.sleep(0.1)  # the worker has the first job and sleeps in it
+        second = asyncio.ensure_future(pool.run(functools.partial(_size, data)))
+        await asyncio.sleep(0.05)  # the loop's turn to write what the socket took
+        backlog = [len(channel._unsent) for channel in pool._channels]
+        await first
+        return await second, backlog
+
+    try:
+        size, backlog = asyncio.run(go())
+    finally:
+        pool.close()
+    assert size == len(data)
+    assert backlog == [0]
+
+
 class _Unbuildable(Exception):
     """Pickles, but cannot be rebuilt: its __init__ wants two arguments, args holds one."""
 
