@@ -46,12 +46,13 @@ T = TypeVar("T")
 log = logging.getLogger("crawlspace.crawl.parse_pool")
 
 READ_BYTES = 256 * 1024  # per read of a worker's socket (as asyncio's transports read)
-# The kernel's buffer for the jobs on their way to a worker (the kernel caps it at twice
-# net.core.wmem_max). With the default 208 KiB, a link-heavy page's job (median ~100 KiB, the
-# largest pages several MiB) did not fit behind the ones queued before it. The rest waited in the
-# loop, went out in pieces whenever the loop got to the socket's writable callback, and the
-# worker sat idle mid-job in the meantime. python3.11-doc, 6 alternating rounds: 1.10x pages/s,
-# 0.93x CPU a page, 1.77 against 1.74 cores (benchmarks/README.md, "Fifteenth session").
+# The kernel's buffer for the jobs on their way to a worker once one did not fit in the default
+# 208 KiB (the kernel caps it at twice net.core.wmem_max). A link-heavy page's job is ~100 KiB
+# (the largest pages several MiB): with the default, the rest of one queued behind others waited
+# in the loop and went out in pieces whenever the loop got to the socket's writable callback,
+# while the worker sat idle mid-job. Grown only then: ordinary pages' jobs always fit, and with
+# the buffer set at the start they were 3-4% slower in five paired series, for no reason found
+# (benchmarks/README.md, "Fifteenth session").
 JOB_BUFFER_BYTES = 1024 * 1024
 # How long close() waits for a worker to finish its job and exit before it is terminated.
 EXIT_WAIT_SECONDS = 5.0
@@ -85,6 +86,7 @@ class _Channel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._received = bytearray()
         self._unsent = bytearray()
+        self._buffer_grown = False  # JOB_BUFFER_BYTES set: a job did not fit in the default
         self.answered = False  # the worker has answered a job: it started, so it is replaced
         self.ready = False  # the worker said it is ready (its imports done): jobs go to it
         self.retiring = False  # the worker said it ends after its last answer (parse_jobs.py)
@@ -119,10 +121,19 @@ class _Channel:
                 return
             if sent == len(head) + len(data):
                 return
+            self._grow_buffer()
             assert self._loop is not None
             self._loop.add_writer(self.sock.fileno(), self._writable)
         self._unsent += head[sent:]
         self._unsent += memoryview(data)[max(0, sent - len(head)) :]
+
+    def _grow_buffer(self) -> None:
+        """A frame did not fit in the socket: the rest goes out with the next writable
+        callback, into JOB_BUFFER_BYTES from now on (once)."""
+        if not self._buffer_grown:
+            self._buffer_grown = True
+            with contextlib.suppress(OSError):
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, JOB_BUFFER_BYTES)
 
     def hold(self, future: asyncio.Future[Any], size: int) -> None:
         """A job of ``size`` bytes is being sent: ``future`` takes its answer."""
@@ -252,7 +263,6 @@ class ParsePool:
 
     def _start(self) -> tuple[subprocess.Popen[bytes], _Channel]:
         ours, theirs = socket.socketpair()
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, JOB_BUFFER_BYTES)
         with theirs:  # the worker's copy is its own: our end's close is its EOF
             process = subprocess.Popen(
                 [sys.executable, "-m", "crawlspace.crawl.parse_worker", str(theirs.fileno())],
