@@ -58,11 +58,12 @@ from crawlspace.store.sqlite.schema import SCHEMA  # noqa: E402
 from floor import measure_floor  # noqa: E402
 
 FRAME = struct.Struct("!I")
-Page = tuple[str, bytes, list[str], str]  # URL, raw bytes, the page's hrefs, its visible text
+Page = tuple[str, bytes, list[str], bytes]  # URL, raw bytes, hrefs, the text compressed
 
 
 def load_pages(root: Path, files: Sequence[str], bases: Sequence[str], limit: int) -> list[Page]:
-    """Each file with its URL on one of the hosts (in turn), its hrefs and its text (untimed)."""
+    """Each file with its URL on one of the hosts (in turn), its hrefs and its visible text,
+    compressed as the feed keeps it (untimed: the parse process makes it, not the store)."""
     pages = []
     for i, rel in enumerate(files[:limit] if limit else files):
         raw = (root / rel).read_bytes()
@@ -70,7 +71,8 @@ def load_pages(root: Path, files: Sequence[str], bases: Sequence[str], limit: in
         hrefs = [node.attrs.get("href") or "" for node in tree.css("a[href]")]
         body = tree.body
         text = body.text(separator=" ", strip=True) if body is not None else ""
-        pages.append((f"{bases[i % len(bases)].rstrip('/')}/{rel}", raw, hrefs, text))
+        document = zlib.compress(text.encode(), 1)
+        pages.append((f"{bases[i % len(bases)].rstrip('/')}/{rel}", raw, hrefs, document))
     return pages
 
 
@@ -136,7 +138,7 @@ def _lease(db: sqlite3.Connection, url_id: int, host_id: int, now: float) -> Non
 def _complete(
     db: sqlite3.Connection, url_id: int, host_id: int, page: Page, *, next_url: str, now: float
 ) -> None:
-    url, raw, hrefs, text = page
+    url, raw, hrefs, document = page
     text_sha = uuid.uuid4().hex * 2  # stand-ins of a SHA-256's size
     db.execute("BEGIN IMMEDIATE")
     fetch_id = db.execute(
@@ -168,7 +170,6 @@ def _complete(
         " 'crawl-00000.warc.gz', ?, ?)",
         (event_id, url, text_sha, text_sha, url_id * 9000, now),
     )
-    document = zlib.compress(text.encode(), 1)
     db.execute(
         "INSERT OR IGNORE INTO feed (event_id, doc_id, kind, meta, document)"
         " VALUES (?, ?, 'upsert', ?, ?)",
@@ -214,8 +215,8 @@ def ipc_cost(pages: Sequence[Page]) -> float:
     """CPU ms of a job's and its answer's trip across a socket pair, both ends (the worker's
     end on a thread of its own, so a large page never waits on a full socket buffer)."""
     answers = [
-        (hrefs, uuid.uuid4().hex * 2, len(text), zlib.compress(raw, 6))
-        for _, raw, hrefs, text in pages
+        (hrefs, uuid.uuid4().hex * 2, len(document), zlib.compress(raw, 6))
+        for _, raw, hrefs, document in pages
     ]
     crawl, worker = socket.socketpair()
     with crawl, worker:
